@@ -1,0 +1,411 @@
+/*
+ * render.c - value text forms and table/CSV/JSON writers (format layer).
+ * See render.h.
+ */
+#include "format/arrow/render.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/alloc.h"
+#include "util/str.h"
+#include "util/time.h"
+
+#define TABLE_MAX_BYTES ((size_t)256 << 20)
+
+size_t tm_double_format(double v, char *buf, size_t cap) {
+  int n;
+  if (isnan(v)) n = snprintf(buf, cap, "NaN");
+  else if (isinf(v)) n = snprintf(buf, cap, v > 0 ? "inf" : "-inf");
+  else {
+    n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+      n = snprintf(buf, cap, "%.*g", prec, v);
+      double back;
+      if (tm_parse_double(buf, (size_t)n, &back) == TM_OK && back == v) break;
+    }
+  }
+  if (n < 0 || cap == 0) return 0;
+  return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+size_t tm_decimal_format(const uint8_t le16[16], int32_t scale, char *buf, size_t cap) {
+  unsigned __int128 u;
+  __int128 s;
+  memcpy(&s, le16, 16);
+  bool neg = s < 0;
+  u = neg ? (unsigned __int128)0 - (unsigned __int128)s : (unsigned __int128)s;
+  char digits[48];
+  int nd = 0;
+  do {
+    digits[nd++] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u && nd < 45);
+  while (nd <= scale && nd < 45) digits[nd++] = '0';
+  size_t n = 0;
+  if (cap == 0) return 0;
+  if (neg && n + 1 < cap) buf[n++] = '-';
+  for (int i = nd - 1; i >= 0 && n + 1 < cap; i--) {
+    buf[n++] = digits[i];
+    if (i == scale && scale > 0 && n + 1 < cap) buf[n++] = '.';
+  }
+  buf[n] = '\0';
+  return n;
+}
+
+static size_t format_time_of_day(char *buf, size_t cap, int64_t v, tm_time_unit unit) {
+  int64_t per = tm_unit_per_second(unit);
+  int64_t sec = tm_floor_div(v, per);
+  int64_t frac = v - sec * per;
+  int digits = unit == TM_UNIT_NANO ? 9 : unit == TM_UNIT_MICRO ? 6 : unit == TM_UNIT_MILLI ? 3 : 0;
+  int n = snprintf(buf, cap, "%02d:%02d:%02d", (int)(sec / 3600), (int)(sec / 60 % 60),
+                   (int)(sec % 60));
+  if (n > 0 && frac && (size_t)n < cap) {
+    /* Trim trailing zeros of the fraction. */
+    while (digits > 0 && frac % 10 == 0) {
+      frac /= 10;
+      digits--;
+    }
+    n += snprintf(buf + n, cap - (size_t)n, ".%0*lld", digits, (long long)frac);
+  }
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_error *err) {
+  char tmp[96];
+  size_t n;
+  switch (type->id) {
+    case TM_TYPE_BOOL: return tm_buf_puts(out, v->v.b ? "true" : "false", err);
+    case TM_TYPE_INT8:
+    case TM_TYPE_INT16:
+    case TM_TYPE_INT32:
+    case TM_TYPE_INT64: return tm_buf_printf(out, err, "%lld", (long long)v->v.i);
+    case TM_TYPE_UINT8:
+    case TM_TYPE_UINT16:
+    case TM_TYPE_UINT32:
+    case TM_TYPE_UINT64: return tm_buf_printf(out, err, "%llu", (unsigned long long)v->v.u);
+    case TM_TYPE_FLOAT32: {
+      float f = (float)v->v.f;
+      /* Shortest text that reads back as the same float. */
+      int k = 0;
+      for (int prec = 6; prec <= 9; prec++) {
+        k = snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
+        if (strtof(tmp, NULL) == f) break;
+      }
+      if (isnan(f)) return tm_buf_puts(out, "NaN", err);
+      if (isinf(f)) return tm_buf_puts(out, f > 0 ? "inf" : "-inf", err);
+      return tm_buf_append(out, tmp, (size_t)k, err);
+    }
+    case TM_TYPE_FLOAT64:
+      n = tm_double_format(v->v.f, tmp, sizeof tmp);
+      return tm_buf_append(out, tmp, n, err);
+    case TM_TYPE_DECIMAL128:
+      n = tm_decimal_format(v->v.dec, type->scale, tmp, sizeof tmp);
+      return tm_buf_append(out, tmp, n, err);
+    case TM_TYPE_DATE32:
+      n = tm_date_print(tmp, sizeof tmp, v->v.i);
+      return tm_buf_append(out, tmp, n, err);
+    case TM_TYPE_TIME64:
+      n = format_time_of_day(tmp, sizeof tmp, v->v.i, type->unit);
+      return tm_buf_append(out, tmp, n, err);
+    case TM_TYPE_TIMESTAMP: {
+      int64_t per = tm_unit_per_second(type->unit);
+      int64_t sec = tm_floor_div(v->v.i, per);
+      int32_t nsec = (int32_t)((v->v.i - sec * per) * (1000000000 / per));
+      n = tm_time_print(tmp, sizeof tmp, sec, nsec, -1, type->utc);
+      return tm_buf_append(out, tmp, n, err);
+    }
+    case TM_TYPE_UTF8: return tm_buf_append(out, v->v.s.ptr, v->v.s.len, err);
+    case TM_TYPE_FIXED_BINARY:
+      if (type->uuid && v->v.s.len == 16) {
+        const uint8_t *b = (const uint8_t *)v->v.s.ptr;
+        for (int i = 0; i < 16; i++) {
+          if (i == 4 || i == 6 || i == 8 || i == 10) TM_TRY(tm_buf_putc(out, '-', err));
+          TM_TRY(tm_buf_printf(out, err, "%02x", b[i]));
+        }
+        return TM_OK;
+      }
+      /* fall through */
+    case TM_TYPE_BINARY:
+      for (size_t i = 0; i < v->v.s.len; i++) {
+        unsigned char c = (unsigned char)v->v.s.ptr[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') TM_TRY(tm_buf_putc(out, (char)c, err));
+        else TM_TRY(tm_buf_printf(out, err, "\\x%02X", c));
+      }
+      return TM_OK;
+    default: return tm_error_set(err, TM_EUNSUPPORTED, "cannot render this type");
+  }
+}
+
+int tm_out_format_parse(const char *s, tm_out_format *out) {
+  static const struct { const char *name; tm_out_format f; } k[] = {
+      {"table", TM_OUT_TABLE}, {"csv", TM_OUT_CSV}, {"json", TM_OUT_JSON}, {"jsonl", TM_OUT_JSONL}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    if (strcasecmp(s, k[i].name) == 0) {
+      *out = k[i].f;
+      return TM_OK;
+    }
+  return TM_EINVALID;
+}
+
+int tm_out_file_sink(const char *data, size_t len, void *payload) {
+  return fwrite(data, 1, len, (FILE *)payload) == len ? TM_OK : TM_EIO;
+}
+
+static int emit(tm_out *o, const char *data, size_t len, tm_error *err) {
+  if (len == 0) return TM_OK;
+  int rc = o->sink(data, len, o->payload);
+  if (rc < 0) return tm_error_set(err, rc, "output write failed");
+  return TM_OK;
+}
+
+static int put_csv_field(tm_buf *b, const char *s, size_t len, tm_error *err) {
+  bool quote = false;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') quote = true;
+  if (len > 0 && (s[0] == ' ' || s[len - 1] == ' ')) quote = true;
+  if (!quote) return tm_buf_append(b, s, len, err);
+  TM_TRY(tm_buf_putc(b, '"', err));
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == '"') TM_TRY(tm_buf_putc(b, '"', err));
+    TM_TRY(tm_buf_putc(b, s[i], err));
+  }
+  return tm_buf_putc(b, '"', err);
+}
+
+static int put_json_string(tm_buf *b, const char *s, size_t len, tm_error *err) {
+  TM_TRY(tm_buf_putc(b, '"', err));
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    switch (c) {
+      case '"': TM_TRY(tm_buf_puts(b, "\\\"", err)); break;
+      case '\\': TM_TRY(tm_buf_puts(b, "\\\\", err)); break;
+      case '\n': TM_TRY(tm_buf_puts(b, "\\n", err)); break;
+      case '\r': TM_TRY(tm_buf_puts(b, "\\r", err)); break;
+      case '\t': TM_TRY(tm_buf_puts(b, "\\t", err)); break;
+      default:
+        if (c < 0x20) TM_TRY(tm_buf_printf(b, err, "\\u%04x", c));
+        else TM_TRY(tm_buf_putc(b, (char)c, err));
+    }
+  }
+  return tm_buf_putc(b, '"', err);
+}
+
+/* Display width of UTF-8 text: code points, which is right for most scripts. */
+static size_t display_width(const char *s, size_t len) {
+  size_t w = 0;
+  for (size_t i = 0; i < len; i++)
+    if (((unsigned char)s[i] & 0xC0) != 0x80) w++;
+  return w;
+}
+
+int tm_out_begin(tm_out *o, tm_out_format format, const char *const *names, size_t n_cols,
+                 tm_out_sink_fn sink, void *payload, tm_error *err) {
+  memset(o, 0, sizeof *o);
+  o->format = format;
+  o->sink = sink;
+  o->payload = payload;
+  o->n_cols = n_cols;
+  tm_buf_init(&o->line, TM_BUF_UNLIMITED);
+  tm_buf_init(&o->table, TABLE_MAX_BYTES);
+  o->names = tm_calloc(n_cols ? n_cols : 1, sizeof *o->names);
+  o->widths = tm_calloc(n_cols ? n_cols : 1, sizeof *o->widths);
+  o->right_align = tm_calloc(n_cols ? n_cols : 1, sizeof *o->right_align);
+  if (!o->names || !o->widths || !o->right_align) {
+    tm_out_dispose(o);
+    return tm_error_nomem(err);
+  }
+  for (size_t i = 0; i < n_cols; i++) {
+    o->names[i] = tm_strdup(names[i]);
+    if (!o->names[i]) {
+      tm_out_dispose(o);
+      return tm_error_nomem(err);
+    }
+    o->widths[i] = display_width(names[i], strlen(names[i]));
+  }
+  int rc = TM_OK;
+  if (format == TM_OUT_CSV) {
+    for (size_t i = 0; i < n_cols && rc == TM_OK; i++) {
+      if (i) rc = tm_buf_putc(&o->line, ',', err);
+      if (rc == TM_OK) rc = put_csv_field(&o->line, names[i], strlen(names[i]), err);
+    }
+    if (rc == TM_OK) rc = tm_buf_puts(&o->line, "\r\n", err);
+    if (rc == TM_OK) rc = emit(o, o->line.ptr, o->line.len, err);
+  } else if (format == TM_OUT_JSON) {
+    rc = emit(o, "[", 1, err);
+  }
+  if (rc < 0) tm_out_dispose(o);
+  return rc;
+}
+
+int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
+               const tm_cell_kind *kinds, tm_error *err) {
+  tm_buf *b = &o->line;
+  tm_buf_clear(b);
+  switch (o->format) {
+    case TM_OUT_CSV:
+      for (size_t i = 0; i < o->n_cols; i++) {
+        if (i) TM_TRY(tm_buf_putc(b, ',', err));
+        if (kinds[i] != TM_CELL_NULL) {
+          if (kinds[i] == TM_CELL_TEXT && lens[i] == 0) TM_TRY(tm_buf_puts(b, "\"\"", err));
+          else TM_TRY(put_csv_field(b, texts[i], lens[i], err));
+        }
+      }
+      TM_TRY(tm_buf_puts(b, "\r\n", err));
+      break;
+    case TM_OUT_JSON:
+    case TM_OUT_JSONL:
+      if (o->format == TM_OUT_JSON && o->n_rows > 0) TM_TRY(tm_buf_putc(b, ',', err));
+      if (o->format == TM_OUT_JSON) TM_TRY(tm_buf_putc(b, '\n', err));
+      TM_TRY(tm_buf_putc(b, '{', err));
+      for (size_t i = 0; i < o->n_cols; i++) {
+        if (i) TM_TRY(tm_buf_putc(b, ',', err));
+        TM_TRY(put_json_string(b, o->names[i], strlen(o->names[i]), err));
+        TM_TRY(tm_buf_putc(b, ':', err));
+        if (kinds[i] == TM_CELL_NULL) {
+          TM_TRY(tm_buf_puts(b, "null", err));
+        } else if (kinds[i] == TM_CELL_NUMBER) {
+          /* JSON has no NaN or infinity: those go out as strings. */
+          bool finite = !(lens[i] >= 3 && (strncmp(texts[i], "NaN", 3) == 0 ||
+                                           strncmp(texts[i], "inf", 3) == 0 ||
+                                           strncmp(texts[i], "-inf", 4) == 0));
+          if (finite) TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
+          else TM_TRY(put_json_string(b, texts[i], lens[i], err));
+        } else if (kinds[i] == TM_CELL_BOOL) {
+          TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
+        } else {
+          TM_TRY(put_json_string(b, texts[i], lens[i], err));
+        }
+      }
+      TM_TRY(tm_buf_putc(b, '}', err));
+      if (o->format == TM_OUT_JSONL) TM_TRY(tm_buf_putc(b, '\n', err));
+      break;
+    case TM_OUT_TABLE:
+      for (size_t i = 0; i < o->n_cols; i++) {
+        const char *t = kinds[i] == TM_CELL_NULL ? "NULL" : texts[i];
+        size_t len = kinds[i] == TM_CELL_NULL ? 4 : lens[i];
+        /* Cells are stored NUL-separated; control characters shown as spaces. */
+        size_t start = o->table.len;
+        TM_TRY(tm_buf_append(&o->table, t, len, err));
+        for (size_t k = start; k < o->table.len; k++)
+          if ((unsigned char)o->table.ptr[k] < 0x20) o->table.ptr[k] = ' ';
+        TM_TRY(tm_buf_putc(&o->table, '\0', err));
+        size_t w = display_width(t, len);
+        if (w > o->widths[i]) o->widths[i] = w;
+        if (kinds[i] == TM_CELL_NUMBER) o->right_align[i] = true;
+      }
+      o->n_rows++;
+      return TM_OK;
+  }
+  o->n_rows++;
+  return emit(o, b->ptr, b->len, err);
+}
+
+int tm_out_batch(tm_out *o, const tm_batch *b, tm_error *err) {
+  size_t n = o->n_cols;
+  if (b->schema.n_cols != n) return tm_error_set(err, TM_EINVALID, "batch does not match header");
+  tm_buf cells;
+  tm_buf_init(&cells, TM_BUF_UNLIMITED);
+  const char **texts = tm_calloc(n ? n : 1, sizeof *texts);
+  size_t *lens = tm_calloc(n ? n : 1, sizeof *lens);
+  size_t *starts = tm_calloc(n ? n : 1, sizeof *starts);
+  tm_cell_kind *kinds = tm_calloc(n ? n : 1, sizeof *kinds);
+  tm_colview *cols = tm_calloc(n ? n : 1, sizeof *cols);
+  int rc = TM_OK;
+  if (!texts || !lens || !starts || !kinds || !cols) rc = tm_error_nomem(err);
+  for (size_t c = 0; c < n && rc == TM_OK; c++) cols[c] = tm_batch_col(b, c);
+  for (int64_t r = 0; r < b->n_rows && rc == TM_OK; r++) {
+    tm_buf_clear(&cells);
+    for (size_t c = 0; c < n && rc == TM_OK; c++) {
+      tm_value v;
+      tm_colview_get(&cols[c], r, &v);
+      starts[c] = cells.len;
+      if (v.is_null) {
+        kinds[c] = TM_CELL_NULL;
+        continue;
+      }
+      tm_type_id id = cols[c].type.id;
+      kinds[c] = id == TM_TYPE_BOOL ? TM_CELL_BOOL
+                 : (tm_type_is_integer(&cols[c].type) || id == TM_TYPE_FLOAT32 ||
+                    id == TM_TYPE_FLOAT64 || id == TM_TYPE_DECIMAL128)
+                     ? TM_CELL_NUMBER
+                     : TM_CELL_TEXT;
+      rc = tm_value_render(&cells, &cols[c].type, &v, err);
+      lens[c] = cells.len - starts[c];
+    }
+    for (size_t c = 0; c < n && rc == TM_OK; c++) {
+      texts[c] = kinds[c] == TM_CELL_NULL ? NULL : tm_buf_cstr(&cells) + starts[c];
+      if (kinds[c] == TM_CELL_NULL) lens[c] = 0;
+    }
+    if (rc == TM_OK) rc = tm_out_row(o, texts, lens, kinds, err);
+  }
+  tm_buf_dispose(&cells);
+  tm_free(texts);
+  tm_free(lens);
+  tm_free(starts);
+  tm_free(kinds);
+  tm_free(cols);
+  return rc;
+}
+
+static int pad(tm_buf *b, size_t n, tm_error *err) {
+  for (size_t i = 0; i < n; i++) TM_TRY(tm_buf_putc(b, ' ', err));
+  return TM_OK;
+}
+
+static int flush_table(tm_out *o, tm_error *err) {
+  tm_buf *b = &o->line;
+  tm_buf_clear(b);
+  for (size_t i = 0; i < o->n_cols; i++) {
+    if (i) TM_TRY(tm_buf_puts(b, " | ", err));
+    size_t w = display_width(o->names[i], strlen(o->names[i]));
+    TM_TRY(tm_buf_puts(b, o->names[i], err));
+    if (i + 1 < o->n_cols) TM_TRY(pad(b, o->widths[i] - w, err));
+  }
+  TM_TRY(tm_buf_putc(b, '\n', err));
+  for (size_t i = 0; i < o->n_cols; i++) {
+    if (i) TM_TRY(tm_buf_puts(b, "-+-", err));
+    for (size_t k = 0; k < o->widths[i]; k++) TM_TRY(tm_buf_putc(b, '-', err));
+  }
+  TM_TRY(tm_buf_putc(b, '\n', err));
+  TM_TRY(emit(o, b->ptr, b->len, err));
+  const char *p = o->table.ptr;
+  for (int64_t r = 0; r < o->n_rows; r++) {
+    tm_buf_clear(b);
+    for (size_t i = 0; i < o->n_cols; i++) {
+      size_t len = strlen(p);
+      size_t w = display_width(p, len);
+      if (i) TM_TRY(tm_buf_puts(b, " | ", err));
+      if (o->right_align[i]) TM_TRY(pad(b, o->widths[i] - w, err));
+      TM_TRY(tm_buf_append(b, p, len, err));
+      if (!o->right_align[i] && i + 1 < o->n_cols) TM_TRY(pad(b, o->widths[i] - w, err));
+      p += len + 1;
+    }
+    TM_TRY(tm_buf_putc(b, '\n', err));
+    TM_TRY(emit(o, b->ptr, b->len, err));
+  }
+  tm_buf_clear(b);
+  TM_TRY(tm_buf_printf(b, err, "(%lld row%s)\n", (long long)o->n_rows, o->n_rows == 1 ? "" : "s"));
+  return emit(o, b->ptr, b->len, err);
+}
+
+int tm_out_end(tm_out *o, tm_error *err) {
+  int rc = TM_OK;
+  if (o->format == TM_OUT_JSON) rc = emit(o, o->n_rows ? "\n]\n" : "]\n", o->n_rows ? 3 : 2, err);
+  else if (o->format == TM_OUT_TABLE) rc = flush_table(o, err);
+  tm_out_dispose(o);
+  return rc;
+}
+
+void tm_out_dispose(tm_out *o) {
+  if (o->names)
+    for (size_t i = 0; i < o->n_cols; i++) tm_free(o->names[i]);
+  tm_free(o->names);
+  tm_free(o->widths);
+  tm_free(o->right_align);
+  tm_buf_dispose(&o->line);
+  tm_buf_dispose(&o->table);
+  memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,84 @@
+/*
+ * render.h - values as text, and tabular output as table, CSV or JSON
+ * (format layer).
+ *
+ * One text form per type, used by every output (CLI, HTTP, tests):
+ * integers in decimal; floats in the shortest form that reads back exactly
+ * (NaN, inf, -inf); bool true/false; decimals exactly with their scale
+ * ("-12.30"); dates YYYY-MM-DD; times HH:MM:SS[.ffffff]; timestamps
+ * RFC 3339 (`2026-11-30T03:08:13.5Z` with a zone, no `Z` without one);
+ * UUIDs 8-4-4-4-12; binary as printable ASCII with \xHH escapes.
+ *
+ * tm_out is a streaming writer: header once, then rows of cells, then end.
+ * Rows come from batches (tm_out_batch) or from any row source that can give
+ * each cell as text plus a kind (the SQL layer feeds SQLite rows).
+ */
+#ifndef TM_FORMAT_ARROW_RENDER_H
+#define TM_FORMAT_ARROW_RENDER_H
+
+#include <stdio.h>
+
+#include "format/arrow/batch.h"
+#include "util/buf.h"
+
+/** Appends the text form of v (which must not be NULL) to out. */
+int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_error *err)
+    TM_WARN_UNUSED;
+/** Decimal128 (little-endian) with scale to text. buf needs 48 bytes. */
+size_t tm_decimal_format(const uint8_t le16[16], int32_t scale, char *buf, size_t cap);
+/** Shortest exact text of a double (NaN, inf, -inf for specials). buf needs 32 bytes. */
+size_t tm_double_format(double v, char *buf, size_t cap);
+
+typedef enum tm_out_format {
+  TM_OUT_TABLE = 0, /* aligned text table with a header rule */
+  TM_OUT_CSV,       /* RFC 4180, header row */
+  TM_OUT_JSON,      /* an array of row objects */
+  TM_OUT_JSONL      /* one object per line */
+} tm_out_format;
+
+/** Parses "table", "csv", "json", "jsonl". */
+int tm_out_format_parse(const char *s, tm_out_format *out);
+
+typedef enum tm_cell_kind {
+  TM_CELL_NULL = 0,
+  TM_CELL_NUMBER, /* emitted bare in JSON */
+  TM_CELL_BOOL,   /* emitted bare in JSON ("true"/"false") */
+  TM_CELL_TEXT    /* quoted in JSON */
+} tm_cell_kind;
+
+/*
+ * The writer sends bytes to a sink. A table is buffered until the end (to
+ * align columns) up to a row cap; CSV and JSON stream.
+ */
+typedef int (*tm_out_sink_fn)(const char *data, size_t len, void *payload);
+
+typedef struct tm_out {
+  tm_out_format format;
+  tm_out_sink_fn sink;
+  void *payload;
+  size_t n_cols;
+  char **names;        /* owned column names */
+  int64_t n_rows;      /* rows written */
+  tm_buf line;         /* scratch for one row */
+  tm_buf table;        /* TABLE: all cells, NUL-separated */
+  size_t *widths;      /* TABLE: display width per column */
+  bool *right_align;   /* TABLE: numbers align right */
+  tm_error sink_err;
+} tm_out;
+
+/** A sink writing to a FILE * (payload). */
+int tm_out_file_sink(const char *data, size_t len, void *payload);
+
+int tm_out_begin(tm_out *o, tm_out_format format, const char *const *names, size_t n_cols,
+                 tm_out_sink_fn sink, void *payload, tm_error *err) TM_WARN_UNUSED;
+/** One row: n_cols cells; texts[i] may be NULL for TM_CELL_NULL. */
+int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
+               const tm_cell_kind *kinds, tm_error *err) TM_WARN_UNUSED;
+/** Every row of a batch (whose columns match the header). */
+int tm_out_batch(tm_out *o, const tm_batch *b, tm_error *err) TM_WARN_UNUSED;
+/** Flushes (the table, the closing bracket) and frees the writer. */
+int tm_out_end(tm_out *o, tm_error *err) TM_WARN_UNUSED;
+/** Frees without flushing (on an error path). */
+void tm_out_dispose(tm_out *o);
+
+#endif

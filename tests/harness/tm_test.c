@@ -1,0 +1,143 @@
+/*
+ * tm_test.c - the unit-test runner. See tm_test.h.
+ */
+#include "tm_test.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "util/alloc.h"
+
+#define MAX_TESTS 1024
+
+static struct {
+  const char *name;
+  tm_test_fn fn;
+  const char *file;
+} g_tests[MAX_TESTS];
+static int g_n_tests;
+static jmp_buf g_jmp;
+static char g_tmpdir[512];
+static char g_root_tmp[512];
+
+void tm_test__register(const char *name, tm_test_fn fn, const char *file) {
+  if (g_n_tests >= MAX_TESTS) {
+    fprintf(stderr, "too many tests\n");
+    exit(2); /* lint-ok: test harness */
+  }
+  g_tests[g_n_tests].name = name;
+  g_tests[g_n_tests].fn = fn;
+  g_tests[g_n_tests].file = file;
+  g_n_tests++;
+}
+
+void tm_test__fail(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "    FAIL %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  longjmp(g_jmp, 1);
+}
+
+void tm_test__note(const char *fmt, ...) {
+  va_list ap;
+  fputs("    note: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+const char *tm_test_tmpdir(void) {
+  if (!g_tmpdir[0]) {
+    snprintf(g_tmpdir, sizeof g_tmpdir, "%s/case-XXXXXX", g_root_tmp);
+    if (!mkdtemp(g_tmpdir)) tm_test__fail(__FILE__, __LINE__, "mkdtemp failed");
+  }
+  return g_tmpdir;
+}
+
+const char *tm_test_source_dir(void) {
+  const char *s = getenv("TM_SOURCE_DIR");
+  return s && *s ? s : ".";
+}
+
+const char *tm_test_shared_testdata(void) {
+  static char path[1024];
+  const char *env = getenv("TM_TESTDATA");
+  if (env && *env) return env;
+  snprintf(path, sizeof path, "%s/../shared/testdata", tm_test_source_dir());
+  return tm_is_dir(path) ? path : NULL;
+}
+
+const char *tm_test_bin(void) {
+  const char *s = getenv("TM_BIN");
+  return s && *s ? s : NULL;
+}
+
+const char *tm_test_path(const char *name) {
+  static char ring[16][1024];
+  static int next;
+  char *p = ring[next++ % 16];
+  snprintf(p, 1024, "%s/%s", tm_test_tmpdir(), name);
+  return p;
+}
+
+void tm_test_write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  if (!f) tm_test__fail(__FILE__, __LINE__, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+bool tm_test_stress(void) {
+  const char *s = getenv("TM_STRESS");
+  return s && *s && strcmp(s, "0") != 0;
+}
+
+int main(int argc, char **argv) {
+  const char *filter = argc > 1 ? argv[1] : NULL;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(g_root_tmp, sizeof g_root_tmp, "%s/tm-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(g_root_tmp)) {
+    perror("mkdtemp");
+    return 2;
+  }
+  int failed = 0, ran = 0;
+  for (int i = 0; i < g_n_tests; i++) {
+    if (filter && !strstr(g_tests[i].name, filter)) continue;
+    ran++;
+    g_tmpdir[0] = '\0';
+    tm_alloc_fail_at(0, false);
+    fprintf(stderr, "  %s ...\n", g_tests[i].name);
+    if (setjmp(g_jmp) == 0) {
+      g_tests[i].fn();
+      fprintf(stderr, "  ok   %s\n", g_tests[i].name);
+      if (g_tmpdir[0]) {
+        tm_error err;
+        tm_error_init(&err);
+        if (tm_remove_tree(g_tmpdir, &err) != TM_OK) fprintf(stderr, "  %s\n", err.message);
+      }
+    } else {
+      failed++;
+      fprintf(stderr, "  FAIL %s (%s)%s%s\n", g_tests[i].name, g_tests[i].file,
+              g_tmpdir[0] ? "; files kept in " : "", g_tmpdir);
+    }
+  }
+  if (failed == 0) {
+    tm_error err;
+    tm_error_init(&err);
+    if (tm_remove_tree(g_root_tmp, &err) != TM_OK) fprintf(stderr, "%s\n", err.message);
+  }
+  fprintf(stderr, "%d/%d passed\n", ran - failed, ran);
+  if (ran == 0) {
+    fprintf(stderr, "no test matched\n");
+    return 1;
+  }
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,224 @@
+/* Unit tests for format/arrow: types, schemas, batches, builders, rendering. */
+#include <math.h>
+
+#include "format/arrow/batch.h"
+#include "format/arrow/render.h"
+#include "tm_test.h"
+#include "util/alloc.h"
+
+static void all_types_schema(tm_schema *s) {
+  tm_error err;
+  tm_schema_init(s);
+  tm_type t64 = tm_type_of(TM_TYPE_TIME64);
+  t64.unit = TM_UNIT_MICRO;
+  tm_type uuid = tm_type_fixed(16);
+  uuid.uuid = true;
+  struct { const char *name; tm_type type; } cols[] = {
+      {"b", tm_type_of(TM_TYPE_BOOL)},        {"i8", tm_type_of(TM_TYPE_INT8)},
+      {"i16", tm_type_of(TM_TYPE_INT16)},     {"i32", tm_type_of(TM_TYPE_INT32)},
+      {"i64", tm_type_of(TM_TYPE_INT64)},     {"u8", tm_type_of(TM_TYPE_UINT8)},
+      {"u64", tm_type_of(TM_TYPE_UINT64)},    {"f32", tm_type_of(TM_TYPE_FLOAT32)},
+      {"f64", tm_type_of(TM_TYPE_FLOAT64)},   {"dec", tm_type_decimal(10, 2)},
+      {"s", tm_type_of(TM_TYPE_UTF8)},        {"bin", tm_type_of(TM_TYPE_BINARY)},
+      {"d", tm_type_of(TM_TYPE_DATE32)},      {"t", t64},
+      {"ts", tm_type_timestamp(TM_UNIT_MICRO, true)},
+      {"tsn", tm_type_timestamp(TM_UNIT_NANO, false)}, {"u", uuid}};
+  for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+    TM_ASSERT_OK(tm_schema_add(s, cols[i].name, cols[i].type, true, (int32_t)i + 1, &err), &err);
+}
+
+TM_TEST(arrow_format_round_trip) {
+  tm_error err;
+  tm_schema s, back;
+  all_types_schema(&s);
+  struct ArrowSchema as;
+  TM_ASSERT_OK(tm_schema_to_arrow(&s, &as, &err), &err);
+  TM_ASSERT_STR_EQ(as.format, "+s");
+  TM_ASSERT_INT_EQ(as.n_children, (int64_t)s.n_cols);
+  TM_ASSERT_STR_EQ(as.children[9]->format, "d:10,2");
+  TM_ASSERT_STR_EQ(as.children[14]->format, "tsu:UTC");
+  TM_ASSERT_STR_EQ(as.children[15]->format, "tsn:");
+  TM_ASSERT_STR_EQ(as.children[16]->format, "w:16");
+  tm_schema_init(&back);
+  TM_ASSERT_OK(tm_schema_from_arrow(&back, &as, &err), &err);
+  TM_ASSERT(tm_schema_equal(&s, &back));
+  TM_ASSERT(back.cols[16].type.uuid);
+  as.release(&as);
+  TM_ASSERT(as.release == NULL);
+  tm_type t;
+  TM_ASSERT_RC(tm_type_from_arrow_format("+l", &t, &err), TM_EUNSUPPORTED);
+  TM_ASSERT_RC(tm_type_from_arrow_format("d:99,2", &t, &err), TM_EUNSUPPORTED);
+  tm_schema_dispose(&s);
+  tm_schema_dispose(&back);
+}
+
+TM_TEST(build_read_filter_all_types_with_nulls) {
+  tm_error err;
+  tm_schema s;
+  all_types_schema(&s);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+  const int rows = 100;
+  for (int r = 0; r < rows; r++) {
+    for (size_t c = 0; c < s.n_cols; c++) {
+      tm_colbuilder *cb = tm_batch_builder_col(&bb, c);
+      if ((r + (int)c) % 7 == 0) {
+        TM_ASSERT_OK(tm_colbuilder_append_null(cb, &err), &err);
+        continue;
+      }
+      switch (s.cols[c].type.id) {
+        case TM_TYPE_BOOL: TM_ASSERT_OK(tm_colbuilder_append_bool(cb, r % 2, &err), &err); break;
+        case TM_TYPE_UINT8:
+        case TM_TYPE_UINT64: TM_ASSERT_OK(tm_colbuilder_append_uint(cb, (uint64_t)r, &err), &err); break;
+        case TM_TYPE_FLOAT32:
+        case TM_TYPE_FLOAT64: TM_ASSERT_OK(tm_colbuilder_append_double(cb, r + 0.5, &err), &err); break;
+        case TM_TYPE_DECIMAL128: TM_ASSERT_OK(tm_colbuilder_append_int(cb, -r * 101, &err), &err); break;
+        case TM_TYPE_UTF8:
+        case TM_TYPE_BINARY: {
+          char txt[32];
+          int n = snprintf(txt, sizeof txt, "row-%d", r);
+          TM_ASSERT_OK(tm_colbuilder_append_bytes(cb, txt, (size_t)(r % 5 == 0 ? 0 : n), &err), &err);
+          break;
+        }
+        case TM_TYPE_FIXED_BINARY: {
+          uint8_t u[16];
+          memset(u, r, 16);
+          TM_ASSERT_OK(tm_colbuilder_append_bytes(cb, u, 16, &err), &err);
+          break;
+        }
+        default: TM_ASSERT_OK(tm_colbuilder_append_int(cb, r - 50, &err), &err);
+      }
+    }
+  }
+  tm_batch b;
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, &b, &err), &err);
+  TM_ASSERT_INT_EQ(b.n_rows, rows);
+  for (size_t c = 0; c < s.n_cols; c++) {
+    tm_colview v = tm_batch_col(&b, c);
+    for (int r = 0; r < rows; r++) {
+      bool null = (r + (int)c) % 7 == 0;
+      TM_ASSERT_INT_EQ(tm_colview_is_null(&v, r), null);
+      if (null) continue;
+      tm_value val;
+      tm_colview_get(&v, r, &val);
+      if (s.cols[c].type.id == TM_TYPE_INT64) TM_ASSERT_INT_EQ(val.v.i, r - 50);
+      if (s.cols[c].type.id == TM_TYPE_UTF8) {
+        char txt[32];
+        int n = snprintf(txt, sizeof txt, "row-%d", r);
+        if (r % 5 == 0) n = 0;
+        TM_ASSERT_INT_EQ(val.v.s.len, n);
+        TM_ASSERT(memcmp(val.v.s.ptr, txt, (size_t)n) == 0);
+      }
+    }
+  }
+  /* Keep every third row. */
+  uint8_t keep[16] = {0};
+  for (int r = 0; r < rows; r += 3) tm_bit_set(keep, r);
+  tm_batch f;
+  TM_ASSERT_OK(tm_batch_filter(&b, keep, &f, &err), &err);
+  TM_ASSERT_INT_EQ(f.n_rows, 34);
+  for (size_t c = 0; c < s.n_cols; c++) {
+    tm_colview a = tm_batch_col(&b, c), z = tm_batch_col(&f, c);
+    for (int r = 0, k = 0; r < rows; r += 3, k++) {
+      tm_value x, y;
+      tm_colview_get(&a, r, &x);
+      tm_colview_get(&z, k, &y);
+      TM_ASSERT_INT_EQ(x.is_null, y.is_null);
+      if (!x.is_null) TM_ASSERT(tm_value_cmp(&x, &y) == 0 && tm_value_hash(&x) == tm_value_hash(&y));
+    }
+  }
+  /* Export through the C Data Interface and release there. */
+  struct ArrowSchema as;
+  struct ArrowArray aa;
+  TM_ASSERT_OK(tm_batch_export(&f, &as, &aa, &err), &err);
+  TM_ASSERT_INT_EQ(aa.length, 34);
+  TM_ASSERT_INT_EQ(aa.n_children, (int64_t)s.n_cols);
+  aa.release(&aa);
+  as.release(&as);
+  tm_batch_release(&f);
+  tm_batch_release(&b);
+  tm_batch_builder_dispose(&bb);
+  tm_schema_dispose(&s);
+}
+
+TM_TEST(builder_range_checks) {
+  tm_error err;
+  tm_colbuilder cb;
+  tm_colbuilder_init(&cb, tm_type_of(TM_TYPE_INT8), 0);
+  TM_ASSERT_RC(tm_colbuilder_append_int(&cb, 128, &err), TM_EINVALID);
+  TM_ASSERT_OK(tm_colbuilder_append_int(&cb, -128, &err), &err);
+  tm_colbuilder_dispose(&cb);
+  tm_colbuilder_init(&cb, tm_type_fixed(4), 0);
+  TM_ASSERT_RC(tm_colbuilder_append_bytes(&cb, "abc", 3, &err), TM_EINVALID);
+  tm_colbuilder_dispose(&cb);
+}
+
+static void render_one(const tm_type *t, const tm_value *v, const char *want) {
+  tm_error err;
+  tm_buf b = TM_BUF_INIT(1024);
+  TM_ASSERT_OK(tm_value_render(&b, t, v, &err), &err);
+  TM_ASSERT_STR_EQ(tm_buf_cstr(&b), want);
+  tm_buf_dispose(&b);
+}
+
+TM_TEST(render_values) {
+  tm_value v = {0};
+  tm_type t = tm_type_decimal(10, 2);
+  v.type = TM_TYPE_DECIMAL128;
+  __int128 x = -1230;
+  memcpy(v.v.dec, &x, 16);
+  render_one(&t, &v, "-12.30");
+  x = 5;
+  memcpy(v.v.dec, &x, 16);
+  render_one(&t, &v, "0.05");
+  t = tm_type_timestamp(TM_UNIT_MICRO, true);
+  v.type = TM_TYPE_TIMESTAMP;
+  v.v.i = INT64_C(1764472093500000);
+  render_one(&t, &v, "2025-11-30T03:08:13.5Z");
+  t = tm_type_timestamp(TM_UNIT_MILLI, false);
+  v.v.i = -1;
+  render_one(&t, &v, "1969-12-31T23:59:59.999");
+  t = tm_type_of(TM_TYPE_DATE32);
+  v.type = TM_TYPE_DATE32;
+  v.v.i = -719162;
+  render_one(&t, &v, "0001-01-01");
+  t = tm_type_of(TM_TYPE_FLOAT64);
+  v.type = TM_TYPE_FLOAT64;
+  v.v.f = 0.1;
+  render_one(&t, &v, "0.1");
+  v.v.f = NAN;
+  render_one(&t, &v, "NaN");
+  t = tm_type_of(TM_TYPE_FLOAT32);
+  v.type = TM_TYPE_FLOAT32;
+  v.v.f = (float)0.1;
+  render_one(&t, &v, "0.1");
+}
+
+static int sink_buf(const char *data, size_t len, void *payload) {
+  tm_error err;
+  return tm_buf_append(payload, data, len, &err);
+}
+
+TM_TEST(output_csv_json_table) {
+  tm_error err;
+  const char *names[] = {"id", "name"};
+  const char *t1[] = {"1", "a,\"b\""};
+  const char *t2[] = {NULL, ""};
+  size_t l1[] = {1, 5}, l2[] = {0, 0};
+  tm_cell_kind k1[] = {TM_CELL_NUMBER, TM_CELL_TEXT}, k2[] = {TM_CELL_NULL, TM_CELL_TEXT};
+  struct { tm_out_format f; const char *want; } cases[] = {
+      {TM_OUT_CSV, "id,name\r\n1,\"a,\"\"b\"\"\"\r\n,\"\"\r\n"},
+      {TM_OUT_JSON, "[\n{\"id\":1,\"name\":\"a,\\\"b\\\"\"},\n{\"id\":null,\"name\":\"\"}\n]\n"},
+      {TM_OUT_TABLE, "id   | name\n-----+------\n   1 | a,\"b\"\nNULL | \n(2 rows)\n"},
+  };
+  for (size_t i = 0; i < 3; i++) {
+    tm_buf b = TM_BUF_INIT(1 << 20);
+    tm_out o;
+    TM_ASSERT_OK(tm_out_begin(&o, cases[i].f, names, 2, sink_buf, &b, &err), &err);
+    TM_ASSERT_OK(tm_out_row(&o, t1, l1, k1, &err), &err);
+    TM_ASSERT_OK(tm_out_row(&o, t2, l2, k2, &err), &err);
+    TM_ASSERT_OK(tm_out_end(&o, &err), &err);
+    TM_ASSERT_STR_EQ(tm_buf_cstr(&b), cases[i].want);
+    tm_buf_dispose(&b);
+  }
+}
