@@ -1,0 +1,15 @@
+# Shared helpers for integration tests (sourced, not run).
+# Environment from ctest: TM_BIN (the binary under test), TM_SOURCE_DIR, NODE_PATH.
+set -euo pipefail
+: "${TM_SOURCE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${TM_BIN:=$TM_SOURCE_DIR/build/dev/tidemark}"
+export NODE_PATH=${NODE_PATH:-$TM_SOURCE_DIR/tests/node/node_modules}
+TESTDATA=${TM_TESTDATA:-$TM_SOURCE_DIR/../shared/testdata}
+T=$(mktemp -d "${TMPDIR:-/tmp}/tm-it-XXXXXX")
+trap 'rc=$?; if [[ $rc -eq 0 ]]; then rm -rf "$T"; else echo "files kept in $T" >&2; fi; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "  $*" >&2; }
+tm() { "$TM_BIN" "$@"; }
+assert_eq() { [[ "$1" == "$2" ]] || fail "${3:-values differ}: got [$1], want [$2]"; }
+assert_contains() { [[ "$1" == *"$2"* ]] || fail "${3:-missing text}: [$2] not in [$1]"; }
+duckdb_query() { node "$TM_SOURCE_DIR/tests/node/duckdb-query.mjs" "$@"; }
