@@ -62,6 +62,14 @@ int tm_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2,
 /** Says that cmd needs a layer this build does not have yet; exit code 1. */
 int tm_cli_unavailable(const tm_cli_cmd *cmd, const char *what);
 
+struct tm_config;
+/**
+ * Loads the config at path (NULL: tidemark.yaml or spicepod.yaml in the
+ * current folder) into cfg, printing any error to stderr and logging
+ * warnings. Returns TM_EXIT_OK, or the exit code to end with (cfg disposed).
+ */
+int tm_cli_load_config(const char *path, struct tm_config *cfg);
+
 /* The commands (one file each). */
 extern const tm_cli_cmd tm_cli_cmd_run;
 extern const tm_cli_cmd tm_cli_cmd_refresh;

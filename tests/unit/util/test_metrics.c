@@ -98,9 +98,9 @@ TM_TEST(metrics_pass_promtool) {
   char line[1024];
   int problems = 0;
   while (fgets(line, sizeof line, f)) {
-    if (strstr(line, "dataset_acceleration_refresh_duration_ms metric names should not contain "
-                     "abbreviated units"))
-      continue;
+    bool spec_name = strncmp(line, "dataset_acceleration_refresh_duration_ms ", 41) == 0 ||
+                     strncmp(line, "query_duration_ms ", 18) == 0;
+    if (spec_name && strstr(line, "metric names should not contain abbreviated units")) continue;
     tm_test__note("promtool: %s", line);
     problems++;
   }

@@ -1,0 +1,942 @@
+/*
+ * config.c - strict loading of tidemark.yaml / spicepod.yaml (runtime layer).
+ * See config.h and docs/CONFIG.md.
+ *
+ * The document is loaded with libyaml's node API (every node keeps its
+ * start mark, so errors name line and column), then walked section by
+ * section. Each section lists its keys in a table: keys tidemark uses, and
+ * keys Spice defines that tidemark ignores (a warning, not an error).
+ */
+#include "runtime/config/config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "io/io.h"
+#include "util/alloc.h"
+
+typedef struct ctx {
+  const char *file;     /* name used in messages */
+  const char *dir;      /* folder relative paths resolve against */
+  yaml_document_t *doc;
+  tm_config *cfg;
+  tm_error *err;
+  char path[256];       /* key path of the node being validated */
+} ctx;
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int failv(ctx *c, const yaml_node_t *node, const char *fmt, va_list ap) {
+  char msg[768];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (node)
+    return tm_error_set(c->err, TM_EINVALID, "%s:%lu:%lu: %s%s%s", c->file,
+                        (unsigned long)node->start_mark.line + 1,
+                        (unsigned long)node->start_mark.column + 1, c->path,
+                        c->path[0] ? ": " : "", msg);
+  return tm_error_set(c->err, TM_EINVALID, "%s: %s%s%s", c->file, c->path,
+                      c->path[0] ? ": " : "", msg);
+}
+
+static int fail(ctx *c, const yaml_node_t *node, const char *fmt, ...) TM_PRINTF(3, 4);
+static int fail(ctx *c, const yaml_node_t *node, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = failv(c, node, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Appends ".key" or "[i]" to the key path; returns the old length to restore. */
+static size_t path_push_key(ctx *c, const char *key) {
+  size_t old = strlen(c->path);
+  snprintf(c->path + old, sizeof c->path - old, "%s%s", old ? "." : "", key);
+  return old;
+}
+
+static size_t path_push_index(ctx *c, size_t i) {
+  size_t old = strlen(c->path);
+  snprintf(c->path + old, sizeof c->path - old, "[%zu]", i);
+  return old;
+}
+
+static void path_pop(ctx *c, size_t old) { c->path[old] = '\0'; }
+
+static int warn(ctx *c, const yaml_node_t *node, const char *what) {
+  char *line = tm_asprintf("%s:%lu: %s: %s", c->file, (unsigned long)node->start_mark.line + 1,
+                           c->path, what);
+  if (!line) return tm_error_nomem(c->err);
+  char **w = tm_reallocarray(c->cfg->warnings, c->cfg->n_warnings + 1, sizeof *w);
+  if (!w) {
+    tm_free(line);
+    return tm_error_nomem(c->err);
+  }
+  c->cfg->warnings = w;
+  w[c->cfg->n_warnings++] = line;
+  return TM_OK;
+}
+
+/* ---- node access ------------------------------------------------------- */
+
+static yaml_node_t *node_at(ctx *c, int id) { return yaml_document_get_node(c->doc, id); }
+
+static const char *kind_name(const yaml_node_t *n) {
+  switch (n->type) {
+    case YAML_SCALAR_NODE: return "a value";
+    case YAML_SEQUENCE_NODE: return "a list";
+    case YAML_MAPPING_NODE: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+static bool is_null_scalar(const yaml_node_t *n) {
+  if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+    return false;
+  const char *v = (const char *)n->data.scalar.value;
+  return n->data.scalar.length == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+         strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+/* A scalar's text; fails with "expected <what>, got a list/mapping". */
+static int scalar(ctx *c, yaml_node_t *n, const char *what, const char **out) {
+  if (n->type != YAML_SCALAR_NODE)
+    return fail(c, n, "wrong type: expected %s, got %s", what, kind_name(n));
+  if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
+    return fail(c, n, "value contains a NUL byte");
+  *out = (const char *)n->data.scalar.value;
+  return TM_OK;
+}
+
+static int get_string(ctx *c, yaml_node_t *n, char **out) {
+  const char *s;
+  TM_TRY(scalar(c, n, "a string", &s));
+  if (is_null_scalar(n)) return fail(c, n, "wrong type: expected a string, got null");
+  char *copy = tm_strdup(s);
+  if (!copy) return tm_error_nomem(c->err);
+  tm_free(*out);
+  *out = copy;
+  return TM_OK;
+}
+
+static int get_bool(ctx *c, yaml_node_t *n, bool *out) {
+  const char *s;
+  TM_TRY(scalar(c, n, "true or false", &s));
+  if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
+    *out = true;
+    return TM_OK;
+  }
+  if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) {
+    *out = false;
+    return TM_OK;
+  }
+  return fail(c, n, "wrong type: expected true or false, got '%s'", s);
+}
+
+static int get_int(ctx *c, yaml_node_t *n, int64_t min, int64_t *out) {
+  const char *s;
+  TM_TRY(scalar(c, n, "an integer", &s));
+  int64_t v;
+  if (tm_parse_int64(s, strlen(s), &v) != TM_OK)
+    return fail(c, n, "wrong type: expected an integer, got '%s'", s);
+  if (v < min) return fail(c, n, "must be at least %lld, got %lld", (long long)min, (long long)v);
+  *out = v;
+  return TM_OK;
+}
+
+static int get_duration(ctx *c, yaml_node_t *n, bool allow_zero, int64_t *out) {
+  const char *s;
+  TM_TRY(scalar(c, n, "a duration", &s));
+  tm_error derr;
+  tm_error_init(&derr);
+  if (tm_duration_parse(s, out, &derr) != TM_OK) return fail(c, n, "%s", derr.message);
+  if (!allow_zero && *out == 0) return fail(c, n, "must be longer than 0s");
+  return TM_OK;
+}
+
+/* Matches s against a NULL-terminated list; the message lists the allowed values. */
+static int get_enum(ctx *c, yaml_node_t *n, const char *const *names, int *out) {
+  const char *s;
+  TM_TRY(scalar(c, n, "a value", &s));
+  for (int i = 0; names[i]; i++) {
+    if (strcmp(s, names[i]) == 0) {
+      *out = i;
+      return TM_OK;
+    }
+  }
+  char allowed[256] = "";
+  for (int i = 0; names[i]; i++) {
+    size_t len = strlen(allowed);
+    snprintf(allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "", names[i]);
+  }
+  return fail(c, n, "bad value '%s' (allowed: %s)", s, allowed);
+}
+
+/* ---- key tables ---------------------------------------------------------- */
+
+typedef struct section {
+  const char *const *keys;    /* keys tidemark uses */
+  const char *const *ignored; /* keys Spice defines that tidemark ignores */
+} section;
+
+static bool in_list(const char *const *list, const char *key) {
+  for (int i = 0; list && list[i]; i++)
+    if (strcmp(list[i], key) == 0) return true;
+  return false;
+}
+
+/*
+ * Checks that n is a mapping whose keys are all known, with no duplicates.
+ * Ignored keys produce a warning.
+ */
+static int check_mapping(ctx *c, yaml_node_t *n, const section *sec) {
+  if (n->type != YAML_MAPPING_NODE)
+    return fail(c, n, "wrong type: expected a mapping, got %s", kind_name(n));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = node_at(c, p->key);
+    const char *key;
+    TM_TRY(scalar(c, k, "a key", &key));
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
+      yaml_node_t *k2 = node_at(c, q->key);
+      if (k2->type == YAML_SCALAR_NODE && strcmp((const char *)k2->data.scalar.value, key) == 0)
+        return fail(c, k, "duplicate key '%s'", key);
+    }
+    if (in_list(sec->keys, key)) continue;
+    if (in_list(sec->ignored, key)) {
+      size_t old = path_push_key(c, key);
+      int rc = warn(c, k, "ignored (a Spice setting tidemark does not use)");
+      path_pop(c, old);
+      TM_TRY(rc);
+      continue;
+    }
+    char allowed[1024] = "";
+    for (int i = 0; sec->keys[i]; i++) {
+      size_t len = strlen(allowed);
+      snprintf(allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "", sec->keys[i]);
+    }
+    return fail(c, k, "unknown key '%s' (allowed: %s)", key, allowed);
+  }
+  return TM_OK;
+}
+
+/* The value node of key in mapping n, or NULL. */
+static yaml_node_t *lookup(ctx *c, yaml_node_t *n, const char *key) {
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = node_at(c, p->key);
+    if (k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
+      return node_at(c, p->value);
+  }
+  return NULL;
+}
+
+/* ---- ${env:NAME} --------------------------------------------------------- */
+
+int tm_config_expand_env(const char *s, char **out, tm_error *err) {
+  tm_buf b = TM_BUF_INIT(1 << 20);
+  const char *p = s;
+  int rc = TM_OK;
+  while (*p && rc == TM_OK) {
+    const char *start = strstr(p, "${");
+    if (!start) {
+      rc = tm_buf_puts(&b, p, err);
+      break;
+    }
+    rc = tm_buf_append(&b, p, (size_t)(start - p), err);
+    if (rc < 0) break;
+    const char *close = strchr(start, '}');
+    if (!close) {
+      rc = tm_error_set(err, TM_EINVALID, "unterminated '${' in '%s'", s);
+      break;
+    }
+    const char *ref = start + 2;
+    size_t ref_len = (size_t)(close - ref);
+    const char *name = NULL;
+    if (ref_len > 4 && strncmp(ref, "env:", 4) == 0) name = ref + 4;
+    else if (ref_len > 8 && strncmp(ref, "secrets:", 8) == 0) name = ref + 8;
+    if (!name) {
+      rc = tm_error_set(err, TM_EINVALID,
+                        "unsupported reference '%.*s' (use ${env:NAME} or ${secrets:NAME})",
+                        (int)(close - start + 1), start);
+      break;
+    }
+    char var[256];
+    size_t var_len = (size_t)(close - name);
+    if (var_len == 0 || var_len >= sizeof var) {
+      rc = tm_error_set(err, TM_EINVALID, "bad variable name in '%s'", s);
+      break;
+    }
+    memcpy(var, name, var_len);
+    var[var_len] = '\0';
+    const char *value = getenv(var);
+    if (!value) {
+      rc = tm_error_set(err, TM_EINVALID, "environment variable %s is not set", var);
+      break;
+    }
+    rc = tm_buf_puts(&b, value, err);
+    p = close + 1;
+  }
+  if (rc < 0) {
+    tm_buf_dispose(&b);
+    return rc;
+  }
+  *out = tm_buf_take(&b, NULL);
+  return *out ? TM_OK : tm_error_nomem(err);
+}
+
+/* A mapping of string params; values are scalars, expanded. */
+static int get_params(ctx *c, yaml_node_t *n, tm_kv *kv) {
+  if (is_null_scalar(n)) return TM_OK;
+  if (n->type != YAML_MAPPING_NODE)
+    return fail(c, n, "wrong type: expected a mapping of parameters, got %s", kind_name(n));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
+    const char *key, *value;
+    TM_TRY(scalar(c, k, "a parameter name", &key));
+    size_t old = path_push_key(c, key);
+    int rc = scalar(c, v, "a string, number or boolean", &value);
+    char *expanded = NULL;
+    if (rc == TM_OK) {
+      tm_error e;
+      tm_error_init(&e);
+      if (tm_config_expand_env(value, &expanded, &e) != TM_OK) rc = fail(c, v, "%s", e.message);
+    }
+    if (rc == TM_OK) rc = tm_kv_set(kv, key, expanded, c->err);
+    tm_free(expanded);
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+/*
+ * A column list: "id", "(a, b)", "a, b", or a YAML list of names.
+ * Appends to *cols / *n.
+ */
+static int parse_column_list(ctx *c, yaml_node_t *n, char ***cols, size_t *n_cols) {
+  char **out = NULL;
+  size_t count = 0;
+  int rc = TM_OK;
+  if (n->type == YAML_SEQUENCE_NODE) {
+    for (yaml_node_item_t *it = n->data.sequence.items.start;
+         it < n->data.sequence.items.top && rc == TM_OK; it++) {
+      const char *s;
+      rc = scalar(c, node_at(c, *it), "a column name", &s);
+      if (rc < 0) break;
+      char **grown = tm_reallocarray(out, count + 1, sizeof *out);
+      if (!grown) {
+        rc = tm_error_nomem(c->err);
+        break;
+      }
+      out = grown;
+      out[count] = tm_strdup(s);
+      if (!out[count]) rc = tm_error_nomem(c->err);
+      else count++;
+    }
+  } else {
+    const char *s;
+    rc = scalar(c, n, "a column name or list", &s);
+    tm_strview v = tm_sv_trim(tm_sv_cstr(rc == TM_OK ? s : ""));
+    if (rc == TM_OK && v.len >= 2 && v.ptr[0] == '(' && v.ptr[v.len - 1] == ')') {
+      v.ptr++;
+      v.len -= 2;
+    }
+    while (rc == TM_OK && v.len > 0) {
+      const char *comma = memchr(v.ptr, ',', v.len);
+      size_t part_len = comma ? (size_t)(comma - v.ptr) : v.len;
+      tm_strview part = tm_sv_trim(tm_sv(v.ptr, part_len));
+      if (part.len >= 2 && part.ptr[0] == '"' && part.ptr[part.len - 1] == '"') {
+        part.ptr++;
+        part.len -= 2;
+      }
+      if (part.len == 0) {
+        rc = fail(c, n, "empty column name in '%s'", s);
+        break;
+      }
+      char **grown = tm_reallocarray(out, count + 1, sizeof *out);
+      if (!grown) {
+        rc = tm_error_nomem(c->err);
+        break;
+      }
+      out = grown;
+      out[count] = tm_strndup(part.ptr, part.len);
+      if (!out[count]) {
+        rc = tm_error_nomem(c->err);
+        break;
+      }
+      count++;
+      if (!comma) break;
+      v.len -= part_len + 1;
+      v.ptr += part_len + 1;
+    }
+  }
+  if (rc == TM_OK && count == 0) rc = fail(c, n, "expected at least one column");
+  for (size_t i = 0; rc == TM_OK && i < count; i++)
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(out[i], out[j]) == 0) {
+        rc = fail(c, n, "column '%s' listed twice", out[i]);
+        break;
+      }
+  if (rc < 0) {
+    for (size_t i = 0; i < count; i++) tm_free(out[i]);
+    tm_free(out);
+    return rc;
+  }
+  *cols = out;
+  *n_cols = count;
+  return TM_OK;
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+static const char *const k_top_keys[] = {"version", "kind", "name", "datasets", "snapshots",
+                                         NULL};
+static const char *const k_top_ignored[] = {
+    "metadata", "secrets", "runtime", "models", "embeddings", "views", "catalogs", "tools",
+    "workers", "dependencies", "extensions", "evals", "params", "management", NULL};
+
+static const char *const k_dataset_keys[] = {
+    "from", "name", "params", "time_column", "time_format", "time_partition_column",
+    "time_partition_format", "acceleration", NULL};
+static const char *const k_dataset_ignored[] = {
+    "description", "metadata", "columns", "depends_on", "dependsOn", "invalid_type_action",
+    "unsupported_type_action", "ready_state", "replication", "embeddings",
+    "has_metadata_table", "vectors", "mode", NULL};
+
+static const char *const k_accel_keys[] = {
+    "enabled", "engine", "mode", "refresh_mode", "refresh_check_interval",
+    "refresh_append_overlap", "refresh_sql", "refresh_retry_enabled",
+    "refresh_retry_max_attempts", "primary_key", "on_conflict", "retention_check_enabled",
+    "retention_period", "retention_check_interval", "retention_sql", "snapshots", "params",
+    NULL};
+static const char *const k_accel_ignored[] = {
+    "refresh_data_window", "refresh_jitter_enabled", "refresh_jitter_max", "on_zero_results",
+    "indexes", "engine_secret", "snapshots_trigger", "snapshots_trigger_threshold",
+    "snapshots_creation_policy", "snapshots_compaction", "refresh_cron", NULL};
+
+static const char *const k_snap_keys[] = {"enabled", "location", "bootstrap_on_failure_behavior",
+                                          "params", NULL};
+
+static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", NULL};
+static const char *const k_modes[] = {"memory", "file", NULL};
+static const char *const k_refresh_modes[] = {"full", "append", NULL};
+static const char *const k_conflicts[] = {"drop", "upsert", NULL};
+static const char *const k_snap_modes[] = {"disabled", "enabled", "bootstrap_only", "create_only",
+                                           NULL};
+static const char *const k_bootstrap_failure[] = {"warn", "retry", "fallback", NULL};
+
+static int get_time_format(ctx *c, yaml_node_t *n, tm_time_format *out) {
+  const char *s;
+  TM_TRY(scalar(c, n, "a time format", &s));
+  if (tm_time_format_parse(s, out) == TM_OK) return TM_OK;
+  return fail(c, n,
+              "bad value '%s' (allowed: timestamp, timestamptz, unix_seconds, unix_millis, "
+              "unix_nanos, ISO8601, date)",
+              s);
+}
+
+/* Classifies `from` (SPEC 4). */
+static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *out) {
+  static const char allowed[] =
+      "file:PATH, file://PATH, s3://BUCKET/PREFIX, iceberg:file://PATH, iceberg:s3://BUCKET/PATH, "
+      "iceberg:http(s)://HOST/v1/namespaces/NS/tables/T";
+  const char *rest;
+  if (tm_str_has_prefix(from, "iceberg:")) {
+    rest = from + 8;
+    if (tm_str_has_prefix(rest, "http://") || tm_str_has_prefix(rest, "https://")) {
+      if (!strstr(rest, "/namespaces/") || !strstr(rest, "/tables/"))
+        return fail(c, n, "REST catalog source '%s' must name /v1/namespaces/NS/tables/TABLE",
+                    from);
+      *out = TM_SOURCE_ICEBERG_REST;
+    } else if (tm_str_has_prefix(rest, "s3://") || tm_str_has_prefix(rest, "s3a://")) {
+      *out = TM_SOURCE_ICEBERG_S3;
+    } else if (tm_str_has_prefix(rest, "file:")) {
+      *out = TM_SOURCE_ICEBERG_FILE;
+    } else {
+      return fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
+    }
+  } else if (tm_str_has_prefix(from, "file:")) {
+    rest = from + 5;
+    *out = TM_SOURCE_FILE;
+  } else if (tm_str_has_prefix(from, "s3://") || tm_str_has_prefix(from, "s3a://")) {
+    rest = strstr(from, "://") + 3;
+    if (!*rest || *rest == '/') return fail(c, n, "source '%s' names no bucket", from);
+    *out = TM_SOURCE_S3;
+  } else {
+    return fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
+  }
+  const char *path = strstr(from, "://") ? strstr(from, "://") + 3 : strchr(from, ':') + 1;
+  if (!*path) return fail(c, n, "source '%s' names no path", from);
+  return TM_OK;
+}
+
+static bool starts_with_word(const char *s, const char *word) {
+  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '(') s++;
+  size_t n = strlen(word);
+  return strncasecmp(s, word, n) == 0 && (s[n] == ' ' || s[n] == '\t' || s[n] == '\n');
+}
+
+static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
+  static const section sec = {k_accel_keys, k_accel_ignored};
+  tm_acceleration_def *a = &d->acceleration;
+  TM_TRY(check_mapping(c, n, &sec));
+  d->has_acceleration = true;
+  a->enabled = true;
+  bool mode_given = false;
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key = (const char *)node_at(c, p->key)->data.scalar.value;
+    yaml_node_t *v = node_at(c, p->value);
+    size_t old = path_push_key(c, key);
+    int rc = TM_OK, e = 0;
+    if (in_list(k_accel_ignored, key)) {
+      /* warned in check_mapping */
+    } else if (strcmp(key, "enabled") == 0) {
+      rc = get_bool(c, v, &a->enabled);
+    } else if (strcmp(key, "engine") == 0) {
+      rc = get_enum(c, v, k_engines, &e);
+      a->engine = (tm_engine_kind)e;
+    } else if (strcmp(key, "mode") == 0) {
+      rc = get_enum(c, v, k_modes, &e);
+      a->mode = (tm_engine_mode)e;
+      mode_given = true;
+    } else if (strcmp(key, "refresh_mode") == 0) {
+      const char *s;
+      rc = scalar(c, v, "a refresh mode", &s);
+      if (rc == TM_OK && (strcmp(s, "changes") == 0 || strcmp(s, "caching") == 0))
+        rc = fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append)", s);
+      if (rc == TM_OK) rc = get_enum(c, v, k_refresh_modes, &e);
+      a->refresh_mode = (tm_refresh_mode)e;
+    } else if (strcmp(key, "refresh_check_interval") == 0) {
+      rc = get_duration(c, v, false, &a->refresh_check_interval_ms);
+    } else if (strcmp(key, "refresh_append_overlap") == 0) {
+      rc = get_duration(c, v, true, &a->refresh_append_overlap_ms);
+      a->has_overlap = true;
+    } else if (strcmp(key, "refresh_sql") == 0) {
+      rc = get_string(c, v, &a->refresh_sql);
+      if (rc == TM_OK && !starts_with_word(a->refresh_sql, "SELECT"))
+        rc = fail(c, v, "refresh_sql must be a SELECT statement");
+    } else if (strcmp(key, "refresh_retry_enabled") == 0) {
+      rc = get_bool(c, v, &a->refresh_retry_enabled);
+    } else if (strcmp(key, "refresh_retry_max_attempts") == 0) {
+      rc = get_int(c, v, 0, &a->refresh_retry_max_attempts);
+    } else if (strcmp(key, "primary_key") == 0) {
+      rc = parse_column_list(c, v, &a->primary_key, &a->n_primary_key);
+    } else if (strcmp(key, "on_conflict") == 0) {
+      /* Checked against primary_key below, once both are read. */
+    } else if (strcmp(key, "retention_check_enabled") == 0) {
+      rc = get_bool(c, v, &a->retention_check_enabled);
+    } else if (strcmp(key, "retention_period") == 0) {
+      rc = get_duration(c, v, false, &a->retention_period_ms);
+    } else if (strcmp(key, "retention_check_interval") == 0) {
+      rc = get_duration(c, v, false, &a->retention_check_interval_ms);
+    } else if (strcmp(key, "retention_sql") == 0) {
+      rc = get_string(c, v, &a->retention_sql);
+      if (rc == TM_OK && !starts_with_word(a->retention_sql, "DELETE"))
+        rc = fail(c, v, "retention_sql must be a DELETE statement");
+    } else if (strcmp(key, "snapshots") == 0) {
+      rc = get_enum(c, v, k_snap_modes, &e);
+      a->snapshots = (tm_snapshots_mode)e;
+    } else if (strcmp(key, "params") == 0) {
+      rc = get_params(c, v, &a->params);
+    }
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if (!mode_given) a->mode = a->engine == TM_ENGINE_CAYENNE ? TM_MODE_FILE : TM_MODE_MEMORY;
+  if (a->engine == TM_ENGINE_CAYENNE && a->mode == TM_MODE_MEMORY) {
+    size_t old = path_push_key(c, "mode");
+    int rc = fail(c, lookup(c, n, "mode"),
+                  "engine cayenne supports mode file only (use engine arrow for memory)");
+    path_pop(c, old);
+    return rc;
+  }
+  if (a->engine == TM_ENGINE_ARROW && a->mode == TM_MODE_FILE) {
+    size_t old = path_push_key(c, "mode");
+    int rc = fail(c, lookup(c, n, "mode"),
+                  "engine arrow supports mode memory only (use cayenne or sqlite for file)");
+    path_pop(c, old);
+    return rc;
+  }
+  /* on_conflict: { column or "(a, b)": drop|upsert } ; columns must be in primary_key. */
+  yaml_node_t *oc = lookup(c, n, "on_conflict");
+  if (oc) {
+    size_t old = path_push_key(c, "on_conflict");
+    int rc = TM_OK;
+    if (oc->type != YAML_MAPPING_NODE)
+      rc = fail(c, oc, "wrong type: expected a mapping of column: drop|upsert, got %s",
+                kind_name(oc));
+    else if (a->n_primary_key == 0)
+      rc = fail(c, oc, "on_conflict needs primary_key");
+    for (yaml_node_pair_t *p = rc == TM_OK ? oc->data.mapping.pairs.start : NULL;
+         p && p < oc->data.mapping.pairs.top && rc == TM_OK; p++) {
+      yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
+      char **cols = NULL;
+      size_t n_cols = 0;
+      int e = 0;
+      rc = parse_column_list(c, k, &cols, &n_cols);
+      if (rc == TM_OK) rc = get_enum(c, v, k_conflicts, &e);
+      for (size_t i = 0; rc == TM_OK && i < n_cols; i++) {
+        bool in_key = false;
+        for (size_t j = 0; j < a->n_primary_key; j++)
+          if (strcmp(a->primary_key[j], cols[i]) == 0) in_key = true;
+        if (!in_key) {
+          char key_text[256] = "";
+          for (size_t j = 0; j < a->n_primary_key; j++) {
+            size_t len = strlen(key_text);
+            snprintf(key_text + len, sizeof key_text - len, "%s%s", j ? ", " : "",
+                     a->primary_key[j]);
+          }
+          rc = fail(c, k, "on_conflict column '%s' is not in primary_key (%s)", cols[i], key_text);
+          break;
+        }
+        tm_conflict_def *grown =
+            tm_reallocarray(a->on_conflict, a->n_on_conflict + 1, sizeof *grown);
+        if (!grown) {
+          rc = tm_error_nomem(c->err);
+          break;
+        }
+        a->on_conflict = grown;
+        a->on_conflict[a->n_on_conflict].column = cols[i];
+        a->on_conflict[a->n_on_conflict].rule = (tm_conflict_rule)e;
+        a->n_on_conflict++;
+        cols[i] = NULL;
+      }
+      for (size_t i = 0; i < n_cols; i++) tm_free(cols[i]);
+      tm_free(cols);
+    }
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+/* Where the acceleration's files live: params.file_path (or sqlite_file), else
+ * <config dir>/.tidemark/data/<name>. */
+static int resolve_data_path(ctx *c, tm_dataset_def *d) {
+  const char *p = tm_kv_get(&d->acceleration.params, "file_path");
+  if (!p) p = tm_kv_get(&d->acceleration.params, "sqlite_file");
+  if (!p) p = tm_kv_get(&d->acceleration.params, "cayenne_file_path");
+  char *path;
+  if (p && p[0] == '/') path = tm_strdup(p);
+  else if (p) path = tm_path_join(c->dir, p);
+  else path = tm_asprintf("%s/.tidemark/data/%s", c->dir, d->name);
+  if (!path) return tm_error_nomem(c->err);
+  d->data_path = path;
+  return TM_OK;
+}
+
+static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
+  static const section sec = {k_dataset_keys, k_dataset_ignored};
+  TM_TRY(check_mapping(c, n, &sec));
+  d->line = (int)n->start_mark.line + 1;
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key = (const char *)node_at(c, p->key)->data.scalar.value;
+    yaml_node_t *v = node_at(c, p->value);
+    size_t old = path_push_key(c, key);
+    int rc = TM_OK;
+    if (strcmp(key, "from") == 0) {
+      rc = get_string(c, v, &d->from);
+      if (rc == TM_OK) rc = parse_from(c, v, d->from, &d->source_kind);
+    } else if (strcmp(key, "name") == 0) {
+      rc = get_string(c, v, &d->name);
+      if (rc == TM_OK) {
+        bool ok = d->name[0] != '\0';
+        for (const char *q = d->name; *q && ok; q++)
+          ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
+               (q != d->name && ((*q >= '0' && *q <= '9') || *q == '-' || *q == '.'));
+        if (!ok)
+          rc = fail(c, v,
+                    "bad dataset name '%s' (letters, digits, '_', '-', '.'; starting with a "
+                    "letter or '_')",
+                    d->name);
+      }
+    } else if (strcmp(key, "params") == 0) {
+      rc = get_params(c, v, &d->params);
+    } else if (strcmp(key, "time_column") == 0) {
+      rc = get_string(c, v, &d->time_column);
+    } else if (strcmp(key, "time_format") == 0) {
+      rc = get_time_format(c, v, &d->time_format);
+    } else if (strcmp(key, "time_partition_column") == 0) {
+      rc = get_string(c, v, &d->time_partition_column);
+    } else if (strcmp(key, "time_partition_format") == 0) {
+      rc = get_time_format(c, v, &d->time_partition_format);
+    } else if (strcmp(key, "acceleration") == 0) {
+      rc = load_acceleration(c, v, d);
+    }
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if (!d->from) return fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
+  if (!d->name) return fail(c, n, "missing 'name'");
+  const tm_acceleration_def *a = &d->acceleration;
+  if (d->time_partition_column && !d->time_column) {
+    size_t old = path_push_key(c, "time_partition_column");
+    int rc = fail(c, lookup(c, n, "time_partition_column"),
+                  "time_partition_column needs time_column");
+    path_pop(c, old);
+    return rc;
+  }
+  yaml_node_t *acc = lookup(c, n, "acceleration");
+  if (d->has_acceleration && a->enabled) {
+    if (a->refresh_mode == TM_REFRESH_APPEND && !d->time_column) {
+      size_t old = path_push_key(c, "acceleration.refresh_mode");
+      int rc = fail(c, lookup(c, acc, "refresh_mode"),
+                    "refresh_mode: append needs time_column (a time column of the data, or "
+                    "last_modified for file and S3 sources) (SPEC A1)");
+      path_pop(c, old);
+      return rc;
+    }
+    if (a->retention_check_enabled && !a->retention_period_ms && !a->retention_sql) {
+      size_t old = path_push_key(c, "acceleration.retention_check_enabled");
+      int rc = fail(c, lookup(c, acc, "retention_check_enabled"),
+                    "retention_check_enabled needs retention_period or retention_sql");
+      path_pop(c, old);
+      return rc;
+    }
+    if (a->retention_period_ms && !d->time_column) {
+      size_t old = path_push_key(c, "acceleration.retention_period");
+      int rc = fail(c, lookup(c, acc, "retention_period"), "retention_period needs time_column");
+      path_pop(c, old);
+      return rc;
+    }
+    if (a->snapshots != TM_SNAPSHOTS_DISABLED && a->mode != TM_MODE_FILE) {
+      size_t old = path_push_key(c, "acceleration.snapshots");
+      int rc = fail(c, lookup(c, acc, "snapshots"),
+                    "acceleration snapshots need mode file (this dataset is in memory)");
+      path_pop(c, old);
+      return rc;
+    }
+  }
+  if (d->time_column && strcmp(d->time_column, "last_modified") == 0 &&
+      d->source_kind != TM_SOURCE_FILE && d->source_kind != TM_SOURCE_S3) {
+    size_t old = path_push_key(c, "time_column");
+    int rc = fail(c, lookup(c, n, "time_column"),
+                  "last_modified is a file property: it needs a file: or s3:// source (SPEC A7)");
+    path_pop(c, old);
+    return rc;
+  }
+  return resolve_data_path(c, d);
+}
+
+static int load_snapshots(ctx *c, yaml_node_t *n) {
+  static const section sec = {k_snap_keys, NULL};
+  tm_snapshots_def *s = &c->cfg->snapshots;
+  TM_TRY(check_mapping(c, n, &sec));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key = (const char *)node_at(c, p->key)->data.scalar.value;
+    yaml_node_t *v = node_at(c, p->value);
+    size_t old = path_push_key(c, key);
+    int rc = TM_OK, e = 0;
+    if (strcmp(key, "enabled") == 0) {
+      rc = get_bool(c, v, &s->enabled);
+    } else if (strcmp(key, "location") == 0) {
+      rc = get_string(c, v, &s->location);
+      if (rc == TM_OK && !tm_str_has_prefix(s->location, "file://") &&
+          !tm_str_has_prefix(s->location, "file:") && !tm_str_has_prefix(s->location, "s3://"))
+        rc = fail(c, v, "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX)",
+                  s->location);
+    } else if (strcmp(key, "bootstrap_on_failure_behavior") == 0) {
+      rc = get_enum(c, v, k_bootstrap_failure, &e);
+      if (rc == TM_OK) {
+        tm_free(s->bootstrap_on_failure);
+        s->bootstrap_on_failure = tm_strdup(k_bootstrap_failure[e]);
+        if (!s->bootstrap_on_failure) rc = tm_error_nomem(c->err);
+      }
+    } else if (strcmp(key, "params") == 0) {
+      rc = get_params(c, v, &s->params);
+    }
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if (s->enabled && !s->location) return fail(c, n, "enabled snapshots need a location");
+  return TM_OK;
+}
+
+static int load_root(ctx *c, yaml_node_t *root) {
+  static const section sec = {k_top_keys, k_top_ignored};
+  tm_config *cfg = c->cfg;
+  TM_TRY(check_mapping(c, root, &sec));
+  yaml_node_t *n;
+  if ((n = lookup(c, root, "version"))) {
+    size_t old = path_push_key(c, "version");
+    int rc = get_string(c, n, &cfg->version);
+    if (rc == TM_OK && strcmp(cfg->version, "v1") != 0 && strcmp(cfg->version, "v1beta1") != 0)
+      rc = fail(c, n, "bad value '%s' (allowed: v1, v1beta1)", cfg->version);
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if ((n = lookup(c, root, "kind"))) {
+    size_t old = path_push_key(c, "kind");
+    int rc = get_string(c, n, &cfg->kind);
+    if (rc == TM_OK && strcmp(cfg->kind, "Spicepod") != 0)
+      rc = fail(c, n, "bad value '%s' (allowed: Spicepod)", cfg->kind);
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if ((n = lookup(c, root, "name"))) {
+    size_t old = path_push_key(c, "name");
+    int rc = get_string(c, n, &cfg->name);
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if ((n = lookup(c, root, "snapshots"))) {
+    size_t old = path_push_key(c, "snapshots");
+    int rc = load_snapshots(c, n);
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  n = lookup(c, root, "datasets");
+  if (!n || is_null_scalar(n)) return TM_OK;
+  size_t old = path_push_key(c, "datasets");
+  if (n->type != YAML_SEQUENCE_NODE) {
+    int rc = fail(c, n, "wrong type: expected a list of datasets, got %s", kind_name(n));
+    path_pop(c, old);
+    return rc;
+  }
+  size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+  cfg->datasets = tm_calloc(count ? count : 1, sizeof *cfg->datasets);
+  if (!cfg->datasets) return tm_error_nomem(c->err);
+  for (size_t i = 0; i < count; i++) {
+    yaml_node_t *dn = node_at(c, n->data.sequence.items.start[i]);
+    tm_dataset_def *d = &cfg->datasets[i];
+    tm_dataset_def_init(d);
+    cfg->n_datasets++;
+    size_t old_i = path_push_index(c, i);
+    int rc = load_dataset(c, dn, d);
+    for (size_t j = 0; rc == TM_OK && j < i; j++)
+      if (strcmp(cfg->datasets[j].name, d->name) == 0)
+        rc = fail(c, lookup(c, dn, "name"), "duplicate dataset name '%s' (first at line %d)",
+                  d->name, cfg->datasets[j].line);
+    if (rc == TM_OK && d->has_acceleration && d->acceleration.snapshots != TM_SNAPSHOTS_DISABLED &&
+        !cfg->snapshots.location)
+      rc = fail(c, lookup(c, dn, "acceleration"),
+                "acceleration.snapshots needs a top-level snapshots.location");
+    path_pop(c, old_i);
+    if (rc < 0) {
+      path_pop(c, old);
+      return rc;
+    }
+  }
+  path_pop(c, old);
+  return TM_OK;
+}
+
+static char *absolute_dir(const char *dir) {
+  if (dir[0] == '/') return tm_strdup(dir);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return NULL;
+  if (strcmp(dir, ".") == 0) return tm_strdup(cwd);
+  return tm_path_join(cwd, dir);
+}
+
+int tm_config_load_text(tm_config *out, const char *text, size_t len,
+                        const char *name_for_messages, const char *dir, tm_error *err) {
+  memset(out, 0, sizeof *out);
+  tm_kv_init(&out->snapshots.params);
+  out->path = tm_strdup(name_for_messages);
+  out->dir = absolute_dir(dir ? dir : ".");
+  if (!out->path || !out->dir) return tm_error_nomem(err);
+  out->data_dir = tm_asprintf("%s/.tidemark/data", out->dir);
+  out->snapshots.bootstrap_on_failure = tm_strdup("warn");
+  if (!out->data_dir || !out->snapshots.bootstrap_on_failure) return tm_error_nomem(err);
+  if (len > TM_CONFIG_MAX_BYTES)
+    return tm_error_set(err, TM_ETOOLARGE, "%s: config file is larger than %zu bytes",
+                        name_for_messages, TM_CONFIG_MAX_BYTES);
+
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  if (!yaml_parser_initialize(&parser)) return tm_error_nomem(err);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  if (!yaml_parser_load(&parser, &doc)) {
+    int rc = tm_error_set(err, TM_EINVALID, "%s:%lu:%lu: YAML syntax error: %s%s%s",
+                          name_for_messages, (unsigned long)parser.problem_mark.line + 1,
+                          (unsigned long)parser.problem_mark.column + 1,
+                          parser.problem ? parser.problem : "malformed document",
+                          parser.context ? " " : "", parser.context ? parser.context : "");
+    yaml_parser_delete(&parser);
+    return rc;
+  }
+  ctx c = {name_for_messages, out->dir, &doc, out, err, ""};
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  int rc;
+  if (!root)
+    rc = tm_error_set(err, TM_EINVALID, "%s: the config file is empty", name_for_messages);
+  else rc = load_root(&c, root);
+  /* A second document in the stream is a mistake worth reporting. */
+  if (rc == TM_OK) {
+    yaml_document_t next;
+    if (yaml_parser_load(&parser, &next)) {
+      if (yaml_document_get_root_node(&next))
+        rc = tm_error_set(err, TM_EINVALID, "%s: expected one YAML document, found several",
+                          name_for_messages);
+      yaml_document_delete(&next);
+    }
+  }
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&parser);
+  return rc;
+}
+
+int tm_config_load(tm_config *out, const char *path, tm_error *err) {
+  memset(out, 0, sizeof *out);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = tm_read_file(path, TM_CONFIG_MAX_BYTES, &text, &len, err);
+  if (rc < 0) {
+    if (rc == TM_ENOTFOUND)
+      tm_error_set(err, TM_ENOTFOUND, "%s: config file not found", path);
+    tm_kv_init(&out->snapshots.params);
+    return rc;
+  }
+  char *dir = tm_path_dirname(path);
+  if (!dir) {
+    tm_free(text);
+    tm_kv_init(&out->snapshots.params);
+    return tm_error_nomem(err);
+  }
+  rc = tm_config_load_text(out, text, len, path, dir, err);
+  tm_free(dir);
+  tm_free(text);
+  return rc;
+}
+
+void tm_config_dispose(tm_config *cfg) {
+  tm_free(cfg->path);
+  tm_free(cfg->dir);
+  tm_free(cfg->data_dir);
+  tm_free(cfg->version);
+  tm_free(cfg->kind);
+  tm_free(cfg->name);
+  for (size_t i = 0; i < cfg->n_datasets; i++) tm_dataset_def_dispose(&cfg->datasets[i]);
+  tm_free(cfg->datasets);
+  tm_free(cfg->snapshots.location);
+  tm_free(cfg->snapshots.bootstrap_on_failure);
+  tm_kv_dispose(&cfg->snapshots.params);
+  for (size_t i = 0; i < cfg->n_warnings; i++) tm_free(cfg->warnings[i]);
+  tm_free(cfg->warnings);
+  memset(cfg, 0, sizeof *cfg);
+}
+
+const tm_dataset_def *tm_config_find(const tm_config *cfg, const char *name) {
+  for (size_t i = 0; i < cfg->n_datasets; i++)
+    if (strcmp(cfg->datasets[i].name, name) == 0) return &cfg->datasets[i];
+  return NULL;
+}
+
+int tm_config_default_path(char **path_out, tm_error *err) {
+  static const char *const names[] = {"tidemark.yaml", "tidemark.yml", "spicepod.yaml",
+                                      "spicepod.yml"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (tm_path_exists(names[i])) {
+      *path_out = tm_strdup(names[i]);
+      return *path_out ? TM_OK : tm_error_nomem(err);
+    }
+  }
+  return tm_error_set(err, TM_ENOTFOUND,
+                      "no config file: give -c FILE, or run where tidemark.yaml or spicepod.yaml "
+                      "is");
+}

@@ -1,0 +1,138 @@
+/*
+ * Unit tests for runtime/config: strict loading of tidemark.yaml (SPEC 1.1).
+ * The bad cases are declarative: every .yaml file in tests/cases/config/bad starts
+ * with "# expect: TEXT"; loading must fail with TM_EINVALID and a message
+ * that starts with the file name and contains TEXT.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "io/io.h"
+#include "runtime/config/config.h"
+#include "tm_test.h"
+#include "util/alloc.h"
+
+TM_TEST(config_bad_cases) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/tests/cases/config/bad", tm_test_source_dir());
+  DIR *d = opendir(dir);
+  TM_ASSERT_MSG(d, "cannot open %s", dir);
+  struct dirent *e;
+  int n = 0, bad = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (!tm_str_has_suffix(e->d_name, ".yaml")) continue;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    char *text = NULL;
+    size_t len = 0;
+    tm_error err;
+    tm_error_init(&err);
+    TM_ASSERT_OK(tm_read_file(path, 1 << 20, &text, &len, &err), &err);
+    TM_ASSERT_MSG(strncmp(text, "# expect: ", 10) == 0, "%s has no '# expect:' line", path);
+    char expect[512];
+    const char *eol = strchr(text, '\n');
+    size_t elen = eol ? (size_t)(eol - text - 10) : strlen(text + 10);
+    snprintf(expect, sizeof expect, "%.*s", (int)elen, text + 10);
+    tm_config cfg;
+    int rc = tm_config_load(&cfg, path, &err);
+    if (rc != TM_EINVALID) {
+      tm_test__note("%s loaded (rc %d) but should fail with: %s", e->d_name, rc, expect);
+      bad++;
+    } else if (strncmp(err.message, path, strlen(path)) != 0) {
+      tm_test__note("%s: message does not start with the file name: %s", e->d_name, err.message);
+      bad++;
+    } else if (!strstr(err.message, expect)) {
+      tm_test__note("%s:\n  got:  %s\n  want: %s", e->d_name, err.message, expect);
+      bad++;
+    }
+    tm_config_dispose(&cfg);
+    tm_free(text);
+    n++;
+  }
+  closedir(d);
+  tm_test__note("%d bad configs rejected with their messages", n);
+  TM_ASSERT_MSG(bad == 0, "%d of %d bad configs gave the wrong message", bad, n);
+  TM_ASSERT_MSG(n >= 30, "only %d bad config cases", n);
+}
+
+TM_TEST(config_full_example_loads) {
+  tm_error err;
+  tm_config cfg;
+  setenv("TM_TEST_REGION", "eu-west-1", 1);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/cases/config/good/full.yaml", tm_test_source_dir());
+  TM_ASSERT_OK(tm_config_load(&cfg, path, &err), &err);
+  TM_ASSERT_INT_EQ(cfg.n_datasets, 3);
+  const tm_dataset_def *ev = tm_config_find(&cfg, "events");
+  TM_ASSERT(ev);
+  TM_ASSERT_INT_EQ(ev->source_kind, TM_SOURCE_ICEBERG_FILE);
+  TM_ASSERT_STR_EQ(tm_kv_get(&ev->params, "region"), "eu-west-1");
+  TM_ASSERT_STR_EQ(ev->time_column, "event_time");
+  TM_ASSERT_INT_EQ(ev->time_format, TM_TIME_FORMAT_TIMESTAMPTZ);
+  TM_ASSERT_INT_EQ(ev->time_partition_format, TM_TIME_FORMAT_DATE);
+  const tm_acceleration_def *a = &ev->acceleration;
+  TM_ASSERT(a->enabled);
+  TM_ASSERT_INT_EQ(a->engine, TM_ENGINE_CAYENNE);
+  TM_ASSERT_INT_EQ(a->mode, TM_MODE_FILE);
+  TM_ASSERT_INT_EQ(a->refresh_mode, TM_REFRESH_APPEND);
+  TM_ASSERT_INT_EQ(a->refresh_check_interval_ms, 10000);
+  TM_ASSERT(a->has_overlap);
+  TM_ASSERT_INT_EQ(a->refresh_append_overlap_ms, 600000);
+  TM_ASSERT_INT_EQ(a->refresh_retry_max_attempts, 10);
+  TM_ASSERT_INT_EQ(a->n_primary_key, 2);
+  TM_ASSERT_STR_EQ(a->primary_key[1], "region");
+  TM_ASSERT_INT_EQ(tm_dataset_conflict_rule(ev, "id"), TM_CONFLICT_UPSERT);
+  TM_ASSERT_INT_EQ(tm_dataset_conflict_rule(ev, "region"), TM_CONFLICT_UPSERT);
+  TM_ASSERT(!tm_dataset_key_includes_time(ev));
+  TM_ASSERT_INT_EQ(a->retention_period_ms, 30LL * 86400000);
+  TM_ASSERT_INT_EQ(a->snapshots, TM_SNAPSHOTS_ENABLED);
+  TM_ASSERT(tm_str_has_suffix(ev->data_path, "/tests/cases/config/good/.tidemark/data/events"));
+  const tm_dataset_def *logs = tm_config_find(&cfg, "logs");
+  TM_ASSERT_INT_EQ(logs->acceleration.engine, TM_ENGINE_SQLITE);
+  TM_ASSERT(tm_str_has_suffix(logs->data_path, "/.tidemark/data/logs"));
+  const tm_dataset_def *obj = tm_config_find(&cfg, "objects");
+  TM_ASSERT(!obj->has_acceleration);
+  TM_ASSERT_INT_EQ(obj->source_kind, TM_SOURCE_S3);
+  TM_ASSERT(cfg.snapshots.enabled);
+  TM_ASSERT_STR_EQ(cfg.snapshots.location, "file:///backups/tidemark");
+  /* Spice keys tidemark does not use are warnings, not errors. */
+  TM_ASSERT_INT_EQ(cfg.n_warnings, 3);
+  TM_ASSERT_CONTAINS(cfg.warnings[0], "metadata: ignored");
+  tm_config_dispose(&cfg);
+}
+
+TM_TEST(config_defaults) {
+  tm_error err;
+  tm_config cfg;
+  const char *text = "datasets:\n  - from: file:x\n    name: a\n    acceleration:\n      engine: sqlite\n"
+                     "  - from: file:y\n    name: b\n    acceleration: {}\n";
+  TM_ASSERT_OK(tm_config_load_text(&cfg, text, strlen(text), "inline.yaml", "/tmp", &err), &err);
+  const tm_dataset_def *a = &cfg.datasets[0], *b = &cfg.datasets[1];
+  TM_ASSERT_INT_EQ(a->acceleration.mode, TM_MODE_MEMORY);
+  TM_ASSERT_INT_EQ(b->acceleration.engine, TM_ENGINE_CAYENNE);
+  TM_ASSERT_INT_EQ(b->acceleration.mode, TM_MODE_FILE);
+  TM_ASSERT_INT_EQ(b->acceleration.refresh_mode, TM_REFRESH_FULL);
+  TM_ASSERT(b->acceleration.refresh_retry_enabled);
+  TM_ASSERT_INT_EQ(b->acceleration.refresh_retry_max_attempts, -1);
+  TM_ASSERT_STR_EQ(b->data_path, "/tmp/.tidemark/data/b");
+  tm_config_dispose(&cfg);
+}
+
+TM_TEST(config_env_expansion) {
+  tm_error err;
+  char *out;
+  setenv("TM_TEST_A", "alpha", 1);
+  TM_ASSERT_OK(tm_config_expand_env("x-${env:TM_TEST_A}-${secrets:TM_TEST_A}", &out, &err), &err);
+  TM_ASSERT_STR_EQ(out, "x-alpha-alpha");
+  tm_free(out);
+  TM_ASSERT_RC(tm_config_expand_env("${vault:x}", &out, &err), TM_EINVALID);
+  TM_ASSERT_RC(tm_config_expand_env("${env:TM_TEST_A", &out, &err), TM_EINVALID);
+}
+
+TM_TEST(config_missing_file) {
+  tm_error err;
+  tm_config cfg;
+  TM_ASSERT_RC(tm_config_load(&cfg, "/nonexistent/tidemark.yaml", &err), TM_ENOTFOUND);
+  TM_ASSERT_CONTAINS(err.message, "/nonexistent/tidemark.yaml: config file not found");
+  tm_config_dispose(&cfg);
+}
