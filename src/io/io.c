@@ -52,6 +52,12 @@ int tm_input_size(tm_input *in, uint64_t *out, tm_error *err) {
   return in->vt->size(in, out, err);
 }
 
+int tm_input_will_need(tm_input *in, const tm_io_range *ranges, size_t n_ranges,
+                       tm_error *err) {
+  if (in->vt->version < 2 || !in->vt->will_need || n_ranges == 0) return TM_OK;
+  return in->vt->will_need(in, ranges, n_ranges, err);
+}
+
 void tm_input_close(tm_input *in) {
   if (in) in->vt->close(in);
 }
@@ -96,7 +102,7 @@ static void file_close(tm_input *in) {
 }
 
 static const tm_input_vtable k_file_vt = {TM_INPUT_VTABLE_VERSION, file_read_at, file_size,
-                                          file_close};
+                                          file_close, NULL};
 
 int tm_input_open_file(tm_input **out, const char *path, tm_error *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -165,7 +171,7 @@ static void mem_close(tm_input *in) {
 }
 
 static const tm_input_vtable k_mem_vt = {TM_INPUT_VTABLE_VERSION, mem_read_at, mem_size,
-                                         mem_close};
+                                         mem_close, NULL};
 
 int tm_input_open_memory(tm_input **out, const char *name, const void *data, size_t len,
                          bool take_ownership, tm_error *err) {

@@ -21,6 +21,12 @@
 
 typedef struct tm_input tm_input;
 
+/** A byte range of an input: len bytes at off. */
+typedef struct tm_io_range {
+  uint64_t off;
+  uint64_t len;
+} tm_io_range;
+
 typedef struct tm_input_vtable {
   int version; /* TM_INPUT_VTABLE_VERSION */
   /** Reads up to len bytes at off into buf; *n_out < len only at end of input. */
@@ -30,9 +36,16 @@ typedef struct tm_input_vtable {
   int (*size)(tm_input *in, uint64_t *out, tm_error *err);
   /** Frees the input (and the struct itself). */
   void (*close)(tm_input *in);
+  /*
+   * Version 2. Optional (NULL: no-op): the ranges the caller is about to
+   * read, e.g. the column chunks of a projection. A remote input merges
+   * nearby ranges into fewer, larger requests; a local file ignores it.
+   * The input copies what it keeps; the array need not outlive the call.
+   */
+  int (*will_need)(tm_input *in, const tm_io_range *ranges, size_t n_ranges, tm_error *err);
 } tm_input_vtable;
 
-#define TM_INPUT_VTABLE_VERSION 1
+#define TM_INPUT_VTABLE_VERSION 2
 
 struct tm_input {
   const tm_input_vtable *vt;
@@ -53,6 +66,13 @@ int tm_input_read_at(tm_input *in, uint64_t off, void *buf, size_t len, size_t *
 int tm_input_read_exact(tm_input *in, uint64_t off, void *buf, size_t len, tm_error *err)
     TM_WARN_UNUSED;
 int tm_input_size(tm_input *in, uint64_t *out, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Announces the ranges about to be read (see tm_input_vtable.will_need).
+ * A hint only: inputs without support return TM_OK and do nothing; reads
+ * outside the ranges still work. TM_ENOMEM at most.
+ */
+int tm_input_will_need(tm_input *in, const tm_io_range *ranges, size_t n_ranges,
+                       tm_error *err) TM_WARN_UNUSED;
 /** Closes and frees in (NULL is a no-op). */
 void tm_input_close(tm_input *in);
 static inline const char *tm_input_name(const tm_input *in) { return in->name; }
