@@ -1,0 +1,28 @@
+/*
+ * jsonl.h - JSON lines files as batches (format layer).
+ *
+ * One JSON object per line (blank lines skipped). Keys become columns; a
+ * schema is given or inferred from a sample (JSON numbers, booleans and
+ * strings; strings that are RFC 3339 dates or timestamps infer as such unless
+ * listed in opts->string_columns; nested objects and arrays become their JSON
+ * text). Keys missing on a line are NULL; keys not in the schema are skipped.
+ * Parsing uses jansson, one line at a time, so memory is bounded by the
+ * batch and the longest line.
+ */
+#ifndef TM_FORMAT_JSON_JSONL_H
+#define TM_FORMAT_JSON_JSONL_H
+
+#include "format/text/text.h"
+
+typedef struct tm_jsonl_reader tm_jsonl_reader;
+
+int tm_jsonl_infer_schema(tm_schema *out, tm_input *in, const tm_text_options *opts,
+                          tm_error *err) TM_WARN_UNUSED;
+/** in is borrowed and must outlive the reader. Release with tm_jsonl_reader_free. */
+int tm_jsonl_reader_open(tm_jsonl_reader **out, tm_input *in, const tm_schema *schema,
+                         const tm_text_options *opts, tm_error *err) TM_WARN_UNUSED;
+/** The next batch; TM_ITEROVER at the end. Errors name the file and line. */
+int tm_jsonl_reader_next(tm_jsonl_reader *r, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
+void tm_jsonl_reader_free(tm_jsonl_reader *r);
+
+#endif
