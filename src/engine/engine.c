@@ -1,0 +1,553 @@
+/*
+ * engine.c - the engine interface: dispatch to backends, option resolution,
+ * reference counts and the writer slot (engine layer). See engine.h.
+ */
+#include "engine/engine_int.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "util/alloc.h"
+
+#define DEFAULT_SEGMENT_ROWS 131072
+#define MAX_SEGMENT_ROWS (INT64_C(1) << 24)
+#define DEFAULT_COMPACT_MIN 8
+#define DEFAULT_BUSY_MS 5000
+
+static const char *const k_kind_names[TM_ENGINE__COUNT] = {"cayenne", "arrow", "sqlite"};
+
+int tm_engine_kind_parse(const char *s, tm_engine_kind *out) {
+  for (int i = 0; i < TM_ENGINE__COUNT; i++)
+    if (s && strcasecmp(s, k_kind_names[i]) == 0) {
+      *out = (tm_engine_kind)i;
+      return TM_OK;
+    }
+  return TM_EINVALID;
+}
+
+const char *tm_engine_kind_name(tm_engine_kind k) {
+  return (unsigned)k < TM_ENGINE__COUNT ? k_kind_names[k] : "unknown";
+}
+
+int tm_engine_mode_parse(const char *s, tm_engine_mode *out) {
+  if (s && strcasecmp(s, "memory") == 0) *out = TM_ENGINE_MEMORY;
+  else if (s && strcasecmp(s, "file") == 0) *out = TM_ENGINE_FILE;
+  else return TM_EINVALID;
+  return TM_OK;
+}
+
+const char *tm_engine_mode_name(tm_engine_mode m) {
+  return m == TM_ENGINE_FILE ? "file" : "memory";
+}
+
+const char *tm_superseded_reason_name(tm_superseded_reason r) {
+  static const char *const k[TM_SUPERSEDED__COUNT] = {"older", "equal_time", "unchanged",
+                                                      "arrival"};
+  return (unsigned)r < TM_SUPERSEDED__COUNT ? k[r] : "unknown";
+}
+
+void tm_engine_options_init(tm_engine_options *o) {
+  memset(o, 0, sizeof *o);
+  o->version = TM_ENGINE_OPTIONS_VERSION;
+}
+
+const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind) {
+  switch (kind) {
+    case TM_ENGINE_SQLITE: return tm_engine__sqlite_vtable();
+    default: return NULL;
+  }
+}
+
+/* ---- option resolution ---------------------------------------------------- */
+
+tm_time_format tm_engine__default_time_format(const tm_type *t) {
+  switch (t->id) {
+    case TM_TYPE_TIMESTAMP: return t->utc ? TM_TIME_FORMAT_TIMESTAMPTZ : TM_TIME_FORMAT_TIMESTAMP;
+    case TM_TYPE_DATE32: return TM_TIME_FORMAT_DATE;
+    case TM_TYPE_UTF8: return TM_TIME_FORMAT_ISO8601;
+    default: return TM_TIME_FORMAT_UNIX_SECONDS;
+  }
+}
+
+static bool time_type_ok(const tm_type *t) {
+  return t->id == TM_TYPE_TIMESTAMP || t->id == TM_TYPE_DATE32 || t->id == TM_TYPE_UTF8 ||
+         tm_type_is_integer(t);
+}
+
+static int find_pk(const tm_engine_config *c, const tm_schema *s, tm_strview name) {
+  for (size_t i = 0; i < c->n_pk; i++)
+    if (tm_sv_eq_cstr(name, s->cols[c->pk[i]].name)) return (int)i;
+  return -1;
+}
+
+/* Resolves the on_conflict map: every named column must be a key column. */
+static int resolve_on_conflict(tm_engine_config *c, const tm_schema *s, const tm_kv *map,
+                               tm_error *err) {
+  c->on_conflict = TM_ON_CONFLICT_DROP;
+  if (!map || map->len == 0) return TM_OK;
+  if (c->n_pk == 0)
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': on_conflict needs a primary_key",
+                        c->dataset);
+  for (size_t i = 0; i < map->len; i++) {
+    const char *v = map->items[i].value;
+    bool upsert;
+    if (strcasecmp(v, "upsert") == 0) upsert = true;
+    else if (strcasecmp(v, "drop") == 0) upsert = false;
+    else
+      return tm_error_set(err, TM_EINVALID,
+                          "dataset '%s': on_conflict value '%s' for '%s' (allowed: drop, upsert)",
+                          c->dataset, v, map->items[i].key);
+    /* The key names one column, or several as "(a, b)" or "a, b". */
+    tm_strview k = tm_sv_trim(tm_sv_cstr(map->items[i].key));
+    if (k.len >= 2 && k.ptr[0] == '(' && k.ptr[k.len - 1] == ')') k = tm_sv_trim(tm_sv(k.ptr + 1, k.len - 2));
+    size_t start = 0;
+    for (size_t j = 0; j <= k.len; j++) {
+      if (j < k.len && k.ptr[j] != ',') continue;
+      tm_strview name = tm_sv_trim(tm_sv(k.ptr + start, j - start));
+      start = j + 1;
+      if (find_pk(c, s, name) < 0)
+        return tm_error_set(err, TM_EINVALID,
+                            "dataset '%s': on_conflict column '%.*s' is not in the primary key",
+                            c->dataset, (int)name.len, name.ptr);
+    }
+    if (upsert) c->on_conflict = TM_ON_CONFLICT_UPSERT;
+  }
+  return TM_OK;
+}
+
+static void dispose_config(tm_engine_config *c) {
+  tm_free(c->dataset);
+  tm_free(c->path);
+  tm_free(c->pk);
+  memset(c, 0, sizeof *c);
+}
+
+static int resolve_config(tm_engine_config *c, const tm_schema *s, const tm_engine_options *o,
+                          tm_error *err) {
+  memset(c, 0, sizeof *c);
+  c->time_col = -1;
+  if (!o->dataset || !*o->dataset)
+    return tm_error_set(err, TM_EINVALID, "engine options without a dataset name");
+  c->dataset = tm_strdup(o->dataset);
+  if (!c->dataset) return tm_error_nomem(err);
+  c->mode = o->mode;
+  if (o->mode == TM_ENGINE_FILE) {
+    if (!o->path || !*o->path)
+      return tm_error_set(err, TM_EINVALID, "dataset '%s': file mode needs a path", o->dataset);
+    c->path = tm_strdup(o->path);
+    if (!c->path) return tm_error_nomem(err);
+  }
+  if (o->n_primary_key > 0) {
+    c->pk = tm_calloc(o->n_primary_key, sizeof *c->pk);
+    if (!c->pk) return tm_error_nomem(err);
+    for (size_t i = 0; i < o->n_primary_key; i++) {
+      int idx = tm_schema_find(s, o->primary_key[i]);
+      if (idx < 0)
+        return tm_error_set(err, TM_EINVALID, "dataset '%s': primary key column '%s' not found",
+                            o->dataset, o->primary_key[i]);
+      for (size_t j = 0; j < c->n_pk; j++)
+        if (c->pk[j] == (size_t)idx)
+          return tm_error_set(err, TM_EINVALID,
+                              "dataset '%s': primary key column '%s' given twice", o->dataset,
+                              o->primary_key[i]);
+      c->pk[c->n_pk++] = (size_t)idx;
+    }
+  }
+  if (o->time_column && *o->time_column) {
+    c->time_col = tm_schema_find(s, o->time_column);
+    if (c->time_col < 0)
+      return tm_error_set(err, TM_EINVALID, "dataset '%s': time column '%s' not found",
+                          o->dataset, o->time_column);
+    const tm_type *t = &s->cols[c->time_col].type;
+    if (!time_type_ok(t)) {
+      char tn[64];
+      tm_type_name(t, tn, sizeof tn);
+      return tm_error_set(err, TM_EINVALID,
+                          "dataset '%s': time column '%s' has type %s (allowed: timestamp, "
+                          "date, integer, string)",
+                          o->dataset, o->time_column, tn);
+    }
+    c->time_format = o->time_format != TM_TIME_FORMAT_UNSET ? o->time_format
+                                                            : tm_engine__default_time_format(t);
+  }
+  TM_TRY(resolve_on_conflict(c, s, o->on_conflict, err));
+  c->segment_rows = o->segment_rows > 0 ? o->segment_rows : DEFAULT_SEGMENT_ROWS;
+  if (c->segment_rows > MAX_SEGMENT_ROWS) c->segment_rows = MAX_SEGMENT_ROWS;
+  c->compact_min_segments = o->compact_min_segments == 0 ? DEFAULT_COMPACT_MIN
+                                                         : o->compact_min_segments;
+  c->verify_checksums = o->verify_checksums;
+  c->busy_timeout_ms = o->busy_timeout_ms > 0 ? o->busy_timeout_ms : DEFAULT_BUSY_MS;
+  return TM_OK;
+}
+
+int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_schema *schema,
+                         const tm_engine_options *opts, tm_error *err) {
+  e->vt = vt;
+  e->refs = 1;
+  e->txn_open = 0;
+  tm_schema_init(&e->schema);
+  memset(&e->cfg, 0, sizeof e->cfg);
+  int rc = tm_schema_copy(&e->schema, schema, err);
+  if (rc == TM_OK) rc = resolve_config(&e->cfg, &e->schema, opts, err);
+  if (rc < 0) {
+    tm_engine__dispose_base(e);
+    e->vt = NULL; /* tells the backend's error path that the base is gone */
+    return rc;
+  }
+  memset(&e->caps, 0, sizeof e->caps);
+  e->caps.persistent = e->cfg.mode == TM_ENGINE_FILE;
+  e->caps.conflict_rule =
+      vt->kind == TM_ENGINE_CAYENNE ? TM_CONFLICT_NEWEST_BY_TIME : TM_CONFLICT_ARRIVAL;
+  e->caps.on_conflict = e->cfg.on_conflict;
+  e->caps.keyed = e->cfg.n_pk > 0;
+  e->caps.zone_maps = vt->kind != TM_ENGINE_SQLITE;
+  return TM_OK;
+}
+
+void tm_engine__dispose_base(tm_engine *e) {
+  tm_schema_dispose(&e->schema);
+  dispose_config(&e->cfg);
+}
+
+int tm_engine__writer_acquire(tm_engine *e, tm_error *err) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&e->txn_open, &expected, 1, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return tm_error_set(err, TM_ECONFLICT,
+                        "dataset '%s': a write transaction or compaction is already running",
+                        e->cfg.dataset);
+  return TM_OK;
+}
+
+void tm_engine__writer_release(tm_engine *e) {
+  __atomic_store_n(&e->txn_open, 0, __ATOMIC_RELEASE);
+}
+
+int tm_engine__check_batch(const tm_engine *e, const tm_batch *b, tm_error *err) {
+  const tm_schema *s = &e->schema;
+  if (b->schema.n_cols != s->n_cols)
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': batch has %zu columns, table has %zu",
+                        e->cfg.dataset, b->schema.n_cols, s->n_cols);
+  for (size_t i = 0; i < s->n_cols; i++) {
+    const tm_column *a = &b->schema.cols[i], *c = &s->cols[i];
+    if (strcmp(a->name, c->name) != 0 || !tm_type_equal(&a->type, &c->type)) {
+      char ta[64], tc[64];
+      tm_type_name(&a->type, ta, sizeof ta);
+      tm_type_name(&c->type, tc, sizeof tc);
+      return tm_error_set(err, TM_EINVALID,
+                          "dataset '%s': batch column %zu is '%s' %s, table has '%s' %s",
+                          e->cfg.dataset, i, a->name, ta, c->name, tc);
+    }
+  }
+  if (b->n_rows > 0 && (!b->array.release || b->array.n_children != (int64_t)s->n_cols))
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': batch has no column arrays",
+                        e->cfg.dataset);
+  return TM_OK;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+static tm_instant instant_of_units(int64_t v, int64_t per) {
+  tm_instant t = {false, 0, 0};
+  t.sec = tm_floor_div(v, per);
+  t.nsec = (int32_t)((v - t.sec * per) * (1000000000 / per));
+  return t;
+}
+
+tm_instant tm_engine__instant(const tm_type *t, tm_time_format f, const tm_value *v) {
+  tm_instant r = {true, 0, 0};
+  if (v->is_null) return r;
+  switch (t->id) {
+    case TM_TYPE_TIMESTAMP: return instant_of_units(v->v.i, tm_unit_per_second(t->unit));
+    case TM_TYPE_DATE32: r.null = false; r.sec = v->v.i * TM_SEC_PER_DAY; return r;
+    case TM_TYPE_UTF8: {
+      bool zone;
+      if (tm_time_parse(v->v.s.ptr, v->v.s.len, &r.sec, &r.nsec, &zone) == TM_OK) r.null = false;
+      return r;
+    }
+    default: break;
+  }
+  if (!tm_type_is_integer(t)) return r;
+  int64_t x;
+  if (t->id >= TM_TYPE_UINT8 && t->id <= TM_TYPE_UINT64)
+    x = v->v.u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->v.u;
+  else x = v->v.i;
+  switch (f) {
+    case TM_TIME_FORMAT_UNIX_MILLIS: return instant_of_units(x, 1000);
+    case TM_TIME_FORMAT_UNIX_NANOS: return instant_of_units(x, 1000000000);
+    default: r.null = false; r.sec = x; return r;
+  }
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema,
+                   const tm_engine_options *opts, tm_error *err) {
+  const tm_engine_vtable *vt = tm_engine__vtable(kind);
+  if (!vt) return tm_error_set(err, TM_EINVALID, "unknown engine kind %d", (int)kind);
+  if (!opts || opts->version != TM_ENGINE_OPTIONS_VERSION)
+    return tm_error_set(err, TM_EINVALID, "engine options of an unknown version");
+  if (!(vt->modes & (1u << opts->mode)))
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': engine %s does not support mode %s",
+                        opts->dataset ? opts->dataset : "?", tm_engine_kind_name(kind),
+                        tm_engine_mode_name(opts->mode));
+  if (!schema && opts->mode != TM_ENGINE_FILE)
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': a memory-mode engine needs a schema",
+                        opts->dataset ? opts->dataset : "?");
+  return vt->open(out, schema, opts, err);
+}
+
+int tm_engine_drop(tm_engine_kind kind, const tm_engine_options *opts, tm_error *err) {
+  const tm_engine_vtable *vt = tm_engine__vtable(kind);
+  if (!vt) return tm_error_set(err, TM_EINVALID, "unknown engine kind %d", (int)kind);
+  if (opts->mode != TM_ENGINE_FILE) return TM_OK;
+  return vt->drop(opts, err);
+}
+
+tm_engine *tm_engine_retain(tm_engine *e) {
+  __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+  return e;
+}
+
+void tm_engine_release(tm_engine *e) {
+  if (!e) return;
+  if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) e->vt->close(e);
+}
+
+tm_engine_kind tm_engine_get_kind(const tm_engine *e) { return e->vt->kind; }
+tm_engine_mode tm_engine_get_mode(const tm_engine *e) { return e->cfg.mode; }
+const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
+const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
+tm_engine_caps tm_engine_capabilities(const tm_engine *e) { return e->caps; }
+bool tm_engine__is_columnar(const tm_engine *e) { return e->vt->kind != TM_ENGINE_SQLITE; }
+
+int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
+  return e->vt->begin(e, kind, out, err);
+}
+
+int tm_engine_txn_write(tm_engine_txn *t, const tm_batch *b, tm_error *err) {
+  TM_TRY(tm_engine__check_batch(t->engine, b, err));
+  if (b->n_rows == 0) return TM_OK;
+  return t->engine->vt->write(t, b, err);
+}
+
+int tm_engine_txn_delete_where(tm_engine_txn *t, const char *where_sql, int64_t *n_out,
+                               tm_error *err) {
+  int64_t n = 0;
+  if (!where_sql || !*where_sql)
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': empty delete condition",
+                        t->engine->cfg.dataset);
+  TM_TRY(t->engine->vt->delete_where(t, where_sql, &n, err));
+  if (n_out) *n_out = n;
+  return TM_OK;
+}
+
+int tm_engine_txn_delete_before(tm_engine_txn *t, int64_t sec, int32_t nsec, int64_t *n_out,
+                                tm_error *err) {
+  int64_t n = 0;
+  if (t->engine->cfg.time_col < 0)
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': retention needs a time_column",
+                        t->engine->cfg.dataset);
+  TM_TRY(t->engine->vt->delete_before(t, sec, nsec, &n, err));
+  if (n_out) *n_out = n;
+  return TM_OK;
+}
+
+int tm_engine_txn_commit(tm_engine_txn *t, const tm_kv *state, tm_engine_commit_info *info,
+                         tm_error *err) {
+  tm_engine_commit_info local;
+  memset(&local, 0, sizeof local);
+  int rc = t->engine->vt->commit(t, state, &local, err);
+  if (rc == TM_OK && info) *info = local;
+  return rc;
+}
+
+void tm_engine_txn_abort(tm_engine_txn *t) {
+  if (t) t->engine->vt->abort(t);
+}
+
+int tm_engine_read_state(tm_engine *e, tm_kv *out, tm_error *err) {
+  return e->vt->read_state(e, out, err);
+}
+
+void tm_engine__snapshot_init(tm_engine_snapshot *s, tm_engine *e) {
+  s->engine = tm_engine_retain(e);
+  s->refs = 1;
+}
+
+int tm_engine_snapshot_acquire(tm_engine *e, tm_engine_snapshot **out, tm_error *err) {
+  return e->vt->snapshot(e, out, err);
+}
+
+tm_engine_snapshot *tm_engine_snapshot_retain(tm_engine_snapshot *s) {
+  __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+  return s;
+}
+
+void tm_engine_snapshot_release(tm_engine_snapshot *s) {
+  if (!s) return;
+  if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    tm_engine *e = s->engine;
+    e->vt->snapshot_free(s);
+    tm_engine_release(e);
+  }
+}
+
+tm_engine *tm_engine_snapshot_engine(const tm_engine_snapshot *s) { return s->engine; }
+
+int tm_engine_snapshot_row_count(tm_engine_snapshot *s, int64_t *out, tm_error *err) {
+  return s->engine->vt->row_count(s, out, err);
+}
+
+int tm_engine_snapshot_state(tm_engine_snapshot *s, tm_kv *out, tm_error *err) {
+  return s->engine->vt->snapshot_state(s, out, err);
+}
+
+void tm_engine_bounds_dispose(tm_engine_bounds *b) {
+  tm_free(b->owned[0]);
+  tm_free(b->owned[1]);
+  memset(b, 0, sizeof *b);
+}
+
+int tm_engine_snapshot_bounds(tm_engine_snapshot *s, const char *column, tm_engine_bounds *out,
+                              tm_error *err) {
+  memset(out, 0, sizeof *out);
+  int idx = tm_schema_find(&s->engine->schema, column);
+  if (idx < 0)
+    return tm_error_set(err, TM_ENOTFOUND, "dataset '%s': no column '%s'",
+                        s->engine->cfg.dataset, column);
+  return s->engine->vt->bounds(s, (size_t)idx, out, err);
+}
+
+int tm_engine_snapshot_scan(tm_engine_snapshot *s, const size_t *cols, size_t n_cols,
+                            const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
+  const tm_schema *sc = &s->engine->schema;
+  for (size_t i = 0; i < n_cols; i++)
+    if (cols[i] >= sc->n_cols)
+      return tm_error_set(err, TM_EINVALID, "dataset '%s': scan column %zu out of range",
+                          s->engine->cfg.dataset, cols[i]);
+  if (pred)
+    for (size_t i = 0; i < pred->n_terms; i++) {
+      int idx = tm_schema_find(sc, pred->terms[i].column);
+      if (idx < 0)
+        return tm_error_set(err, TM_EINVALID, "dataset '%s': filter on unknown column '%s'",
+                            s->engine->cfg.dataset, pred->terms[i].column);
+      if (sc->cols[idx].type.id != pred->terms[i].type.id)
+        return tm_error_set(err, TM_EINVALID, "dataset '%s': filter on '%s' has the wrong type",
+                            s->engine->cfg.dataset, pred->terms[i].column);
+    }
+  return s->engine->vt->scan(s, cols, n_cols, pred, out, err);
+}
+
+int tm_engine_scan_next(tm_engine_scan *sc, tm_batch *out, tm_error *err) {
+  return sc->snap->engine->vt->scan_next(sc, out, err);
+}
+
+tm_engine_scan_stats tm_engine_scan_get_stats(const tm_engine_scan *sc) { return sc->stats; }
+
+void tm_engine_scan_free(tm_engine_scan *sc) {
+  if (sc) sc->snap->engine->vt->scan_free(sc);
+}
+
+int tm_engine_row_count(tm_engine *e, int64_t *out, tm_error *err) {
+  tm_engine_snapshot *s;
+  TM_TRY(tm_engine_snapshot_acquire(e, &s, err));
+  int rc = tm_engine_snapshot_row_count(s, out, err);
+  tm_engine_snapshot_release(s);
+  return rc;
+}
+
+int tm_engine_column_bounds(tm_engine *e, const char *column, tm_engine_bounds *out,
+                            tm_error *err) {
+  tm_engine_snapshot *s;
+  TM_TRY(tm_engine_snapshot_acquire(e, &s, err));
+  int rc = tm_engine_snapshot_bounds(s, column, out, err);
+  tm_engine_snapshot_release(s);
+  return rc;
+}
+
+int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) {
+  return e->vt->size_bytes(e, out, err);
+}
+
+int tm_engine_compact(tm_engine *e, bool force, tm_engine_compact_info *info, tm_error *err) {
+  tm_engine_compact_info local;
+  memset(&local, 0, sizeof local);
+  int rc = e->vt->compact ? e->vt->compact(e, force, &local, err) : TM_OK;
+  if (rc == TM_OK && info) *info = local;
+  return rc;
+}
+
+/* ---- schema text ----------------------------------------------------------------- */
+
+int tm_engine__schema_encode(const tm_schema *s, tm_buf *out, tm_error *err) {
+  for (size_t i = 0; i < s->n_cols; i++) {
+    const tm_column *c = &s->cols[i];
+    char fmt[64];
+    if (tm_type_to_arrow_format(&c->type, fmt, sizeof fmt) != TM_OK)
+      return tm_error_set(err, TM_EUNSUPPORTED, "column '%s' has a type without a format",
+                          c->name);
+    TM_TRY(tm_buf_printf(out, err, "%s|%d|%d|%d|%zu|", fmt, c->nullable ? 1 : 0,
+                         c->type.uuid ? 1 : 0, (int)c->field_id, strlen(c->name)));
+    TM_TRY(tm_buf_puts(out, c->name, err));
+    TM_TRY(tm_buf_putc(out, '\n', err));
+  }
+  return TM_OK;
+}
+
+/* Reads the next '|'-terminated field of line [*pos, end). */
+static bool next_field(const char *s, size_t end, size_t *pos, tm_strview *out) {
+  size_t i = *pos;
+  while (i < end && s[i] != '|') i++;
+  if (i >= end) return false;
+  *out = tm_sv(s + *pos, i - *pos);
+  *pos = i + 1;
+  return true;
+}
+
+int tm_engine__schema_decode(tm_schema *out, const char *text, size_t len, tm_error *err) {
+  size_t pos = 0;
+  while (pos < len) {
+    tm_strview f[5];
+    for (int k = 0; k < 5; k++)
+      if (!next_field(text, len, &pos, &f[k])) return TM_CORRUPT(err, "stored schema is malformed");
+    int64_t nullable, uuid, field_id;
+    uint64_t name_len;
+    if (tm_parse_int64(f[1].ptr, f[1].len, &nullable) != TM_OK ||
+        tm_parse_int64(f[2].ptr, f[2].len, &uuid) != TM_OK ||
+        tm_parse_int64(f[3].ptr, f[3].len, &field_id) != TM_OK ||
+        tm_parse_uint64(f[4].ptr, f[4].len, &name_len) != TM_OK || name_len > len - pos ||
+        pos + name_len >= len || text[pos + name_len] != '\n' || f[0].len >= 64)
+      return TM_CORRUPT(err, "stored schema is malformed");
+    char fmt[64];
+    memcpy(fmt, f[0].ptr, f[0].len);
+    fmt[f[0].len] = '\0';
+    tm_type t;
+    tm_error sub;
+    if (tm_type_from_arrow_format(fmt, &t, &sub) != TM_OK)
+      return TM_CORRUPT(err, "stored schema has an unknown type '%s'", fmt);
+    t.uuid = uuid != 0;
+    char *name = tm_strndup(text + pos, (size_t)name_len);
+    if (!name) return tm_error_nomem(err);
+    int rc = tm_schema_add(out, name, t, nullable != 0, (int32_t)field_id, err);
+    tm_free(name);
+    TM_TRY(rc);
+    pos += (size_t)name_len + 1;
+  }
+  return TM_OK;
+}
+
+int tm_engine__options_fingerprint(const tm_engine *e, tm_buf *out, tm_error *err) {
+  TM_TRY(tm_buf_puts(out, "pk=", err));
+  for (size_t i = 0; i < e->cfg.n_pk; i++) {
+    if (i) TM_TRY(tm_buf_putc(out, ',', err));
+    TM_TRY(tm_buf_puts(out, e->schema.cols[e->cfg.pk[i]].name, err));
+  }
+  /* The time column decides which keyed row wins; unkeyed rows do not depend on it. */
+  TM_TRY(tm_buf_puts(out, ";time=", err));
+  if (e->cfg.time_col >= 0 && e->cfg.n_pk > 0) {
+    TM_TRY(tm_buf_puts(out, e->schema.cols[e->cfg.time_col].name, err));
+    TM_TRY(tm_buf_printf(out, err, ":%s", tm_time_format_name(e->cfg.time_format)));
+  }
+  return TM_OK;
+}

@@ -1,0 +1,388 @@
+/*
+ * engine.h - one dataset's acceleration: the engine interface (engine layer).
+ *
+ * An engine stores the rows of one dataset and answers SQL over them. Three
+ * backends plug in through tm_engine_vtable (SPEC section 3):
+ *
+ *   cayenne  file mode only. Immutable columnar segment files plus a manifest
+ *            published by atomic rename. Keyed rows: newest time_column wins.
+ *   arrow    memory mode only. The same columnar segments held in memory.
+ *            Keyed rows: arrival order (on_conflict drop | upsert).
+ *   sqlite   memory and file mode. One SQLite table. Arrival order.
+ *
+ * The refresh layer drives an engine through a write transaction (begin,
+ * write batches, delete, commit with a state map, or abort) and reads it
+ * through reference-counted read snapshots. A commit is atomic: rows, deletes
+ * and the state map become visible together, and in file mode they survive a
+ * crash together or not at all (SPEC D1). A snapshot never changes: readers
+ * see the state before or after a commit, never part of one (SPEC C5).
+ *
+ * Threads: tm_engine_snapshot, tm_engine_read_state, tm_engine_row_count,
+ * tm_engine_size_bytes and tm_engine_compact may be called from any thread at
+ * any time. At most one write transaction is open per engine (a second
+ * tm_engine_begin returns TM_ECONFLICT); its functions are called by one
+ * thread at a time. Compaction takes the same writer slot, so it waits for
+ * nothing and fails with TM_ECONFLICT while a transaction is open.
+ *
+ * Ownership: tm_engine_open returns an engine holding one reference; pass it
+ * to tm_engine_release. Snapshots hold a reference on their engine, so an
+ * engine outlives every snapshot and scan taken from it.
+ *
+ * Errors: every function returning int returns 0 or a negative tm_code and
+ * fills err (may be NULL). Expected codes are listed per function.
+ */
+#ifndef TM_ENGINE_ENGINE_H
+#define TM_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/arrow/batch.h"
+#include "format/arrow/schema.h"
+#include "format/predicate.h"
+#include "util/error.h"
+#include "util/str.h"
+#include "util/time.h"
+
+typedef enum tm_engine_kind {
+  TM_ENGINE_CAYENNE = 0, /* the default */
+  TM_ENGINE_ARROW,
+  TM_ENGINE_SQLITE,
+  TM_ENGINE__COUNT
+} tm_engine_kind;
+
+/** Parses "cayenne", "arrow", "sqlite" (case-insensitive). TM_EINVALID when unknown. */
+int tm_engine_kind_parse(const char *s, tm_engine_kind *out);
+const char *tm_engine_kind_name(tm_engine_kind k);
+
+typedef enum tm_engine_mode {
+  TM_ENGINE_MEMORY = 0,
+  TM_ENGINE_FILE
+} tm_engine_mode;
+
+/** Parses "memory", "file". TM_EINVALID when unknown. */
+int tm_engine_mode_parse(const char *s, tm_engine_mode *out);
+const char *tm_engine_mode_name(tm_engine_mode m);
+
+/** What a repeated primary key does on an arrival-order engine (SPEC A8). */
+typedef enum tm_on_conflict {
+  TM_ON_CONFLICT_DROP = 0, /* keep the stored row, or the first of a batch */
+  TM_ON_CONFLICT_UPSERT    /* keep the row that arrived last */
+} tm_on_conflict;
+
+/** How an engine resolves a repeated primary key (SPEC A8, section 3). */
+typedef enum tm_conflict_rule {
+  TM_CONFLICT_ARRIVAL = 0,   /* arrow, sqlite: on_conflict decides by arrival order */
+  TM_CONFLICT_NEWEST_BY_TIME /* cayenne: newest time_column wins; ties: later arrival */
+} tm_conflict_rule;
+
+#define TM_ENGINE_OPTIONS_VERSION 1
+
+/*
+ * Options for tm_engine_open. Strings and arrays are borrowed for the call
+ * only; the engine copies what it keeps.
+ */
+typedef struct tm_engine_options {
+  int version;                     /* TM_ENGINE_OPTIONS_VERSION */
+  const char *dataset;             /* required: dataset name, also the SQL table name */
+  tm_engine_mode mode;             /* cayenne: file only; arrow: memory only */
+  const char *path;                /* file mode: cayenne folder, sqlite database file */
+  const char *const *primary_key;  /* key column names, or NULL */
+  size_t n_primary_key;
+  /*
+   * Column -> "drop" | "upsert" (the config's on_conflict map), or NULL.
+   * Names must be primary-key columns (a "(a, b)" entry names several).
+   * The dataset's rule is upsert when any entry says upsert, else drop.
+   * cayenne accepts the map but resolves by time (SPEC A8).
+   */
+  const tm_kv *on_conflict;
+  const char *time_column;         /* or NULL */
+  tm_time_format time_format;      /* UNSET: derived from the column's type */
+  /* Columnar engines (cayenne, arrow): */
+  int64_t segment_rows;            /* rows per segment; 0: 131072 */
+  int compact_min_segments;        /* small segments that trigger compaction at commit;
+                                      0: 8; negative: only tm_engine_compact compacts */
+  bool verify_checksums;           /* cayenne: check every segment's checksum at open */
+  /* sqlite: */
+  int busy_timeout_ms;             /* 0: 5000 */
+} tm_engine_options;
+
+/** Zeroes o and sets its version. */
+void tm_engine_options_init(tm_engine_options *o);
+
+typedef struct tm_engine tm_engine;
+typedef struct tm_engine_txn tm_engine_txn;
+typedef struct tm_engine_snapshot tm_engine_snapshot;
+typedef struct tm_engine_scan tm_engine_scan;
+
+typedef struct tm_engine_caps {
+  bool persistent;               /* survives a restart (file mode) */
+  tm_conflict_rule conflict_rule;
+  tm_on_conflict on_conflict;    /* resolved from the options (arrival engines) */
+  bool keyed;                    /* a primary key was given */
+  bool zone_maps;                /* column_bounds is constant time, scans prune segments */
+} tm_engine_caps;
+
+/**
+ * Opens (file mode: creates or reopens) an acceleration of `kind`.
+ *
+ * schema: the dataset's columns. NULL reopens an existing file-mode
+ * acceleration with its stored schema (TM_ENOTFOUND when none exists).
+ * Supported column types: every tm_type_id. The time column must be a
+ * timestamp, date, integer (unix_* formats) or utf8 (ISO8601) column.
+ *
+ * Reopening checks that the stored schema, primary key and time column equal
+ * the given ones; a difference is TM_ECONFLICT (the caller drops and
+ * recreates the acceleration, SPEC B9). Opening also recovers from a crash:
+ * cayenne removes segment files that no manifest names.
+ *
+ * Errors: TM_EINVALID (bad options: unknown column, unsupported mode),
+ * TM_ENOTFOUND, TM_ECONFLICT (schema differs; or another process has the
+ * acceleration open), TM_ECORRUPT, TM_EIO, TM_ENOMEM.
+ */
+int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema,
+                   const tm_engine_options *opts, tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Removes a file-mode acceleration's files (the folder or the database file
+ * and its -wal/-shm). Missing files are not an error. The acceleration must
+ * not be open.
+ */
+int tm_engine_drop(tm_engine_kind kind, const tm_engine_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
+
+/** Adds a reference; returns e. */
+tm_engine *tm_engine_retain(tm_engine *e);
+/**
+ * Drops a reference; the last one closes the engine (an open transaction is
+ * aborted). NULL is a no-op.
+ */
+void tm_engine_release(tm_engine *e);
+
+tm_engine_kind tm_engine_get_kind(const tm_engine *e);
+tm_engine_mode tm_engine_get_mode(const tm_engine *e);
+/** The dataset name; lives as long as e. */
+const char *tm_engine_dataset(const tm_engine *e);
+/** The schema; lives as long as e. */
+const tm_schema *tm_engine_schema(const tm_engine *e);
+tm_engine_caps tm_engine_capabilities(const tm_engine *e);
+
+/* ---- write transactions ------------------------------------------------ */
+
+typedef enum tm_txn_kind {
+  TM_TXN_APPEND = 0,  /* adds to the stored rows */
+  TM_TXN_REPLACE_ALL  /* the committed rows replace every stored row (full refresh, A11) */
+} tm_txn_kind;
+
+/** Why a row lost to another row with the same key (SPEC 1.4 rows_superseded). */
+typedef enum tm_superseded_reason {
+  TM_SUPERSEDED_OLDER = 0,  /* cayenne: its time was older than the winner's */
+  TM_SUPERSEDED_EQUAL_TIME, /* cayenne: same time, the later arrival won */
+  TM_SUPERSEDED_UNCHANGED,  /* an identical row was already stored; nothing rewritten */
+  TM_SUPERSEDED_ARRIVAL,    /* arrow, sqlite: on_conflict kept the other arrival */
+  TM_SUPERSEDED__COUNT
+} tm_superseded_reason;
+
+/** "older", "equal_time", "unchanged", "arrival". */
+const char *tm_superseded_reason_name(tm_superseded_reason r);
+
+typedef struct tm_engine_commit_info {
+  int64_t rows_written;   /* rows the commit stored (after conflict resolution) */
+  int64_t rows_deleted;   /* stored rows removed by delete_where / delete_before */
+  int64_t rows_superseded[TM_SUPERSEDED__COUNT];
+  int64_t rows_after;     /* live rows once committed */
+  int64_t segments_written; /* columnar engines */
+  uint64_t bytes_written;
+  bool compacted;         /* the commit also compacted (columnar engines) */
+} tm_engine_commit_info;
+
+/**
+ * Opens the engine's write transaction. The transaction sees the last
+ * committed state (or nothing, for TM_TXN_REPLACE_ALL).
+ * Errors: TM_ECONFLICT (a transaction or compaction is running), TM_EIO, TM_ENOMEM.
+ */
+int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err)
+    TM_WARN_UNUSED;
+
+/**
+ * Adds the rows of b. b's columns must match the engine's schema by name and
+ * type, in the same order (nullability is not checked; a NULL in a column
+ * declared NOT NULL is stored). Keyed engines apply their conflict rule (A8)
+ * against the stored rows and the rows written earlier in this transaction,
+ * including earlier rows of b. b is only read.
+ * Errors: TM_EINVALID (schema mismatch), TM_EIO, TM_ENOMEM, TM_ETOOLARGE.
+ */
+int tm_engine_txn_write(tm_engine_txn *t, const tm_batch *b, tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Deletes the rows for which an SQL boolean expression (SQLite dialect, the
+ * text after WHERE of a retention_sql statement, SPEC C3) is true, among the
+ * rows the transaction sees. The expression may reference the dataset's
+ * columns by name; it cannot write, attach or contain a second statement.
+ * *n_out (may be NULL): rows deleted.
+ * Errors: TM_EINVALID (a syntax error, an unknown column, a second statement).
+ */
+int tm_engine_txn_delete_where(tm_engine_txn *t, const char *where_sql, int64_t *n_out,
+                               tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Deletes the rows whose time column is older than the instant (sec, nsec)
+ * (retention, SPEC C3). A date is older when its day starts before the
+ * instant; NULL times are kept; an ISO8601 text that does not parse is kept.
+ * Errors: TM_EINVALID (the engine has no time column).
+ */
+int tm_engine_txn_delete_before(tm_engine_txn *t, int64_t sec, int32_t nsec, int64_t *n_out,
+                                tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Commits the transaction atomically together with the state map: `state`
+ * replaces the stored map, or NULL keeps the previous one. In file mode the
+ * commit is durable when this returns. The transaction is freed whether or
+ * not the commit succeeds; on failure nothing of it is visible (the previous
+ * state keeps serving). info (may be NULL) receives the counts.
+ * Errors: TM_EIO, TM_ENOMEM, TM_ETOOLARGE.
+ */
+int tm_engine_txn_commit(tm_engine_txn *t, const tm_kv *state, tm_engine_commit_info *info,
+                         tm_error *err) TM_WARN_UNUSED;
+
+/** Discards the transaction and frees it. NULL is a no-op. */
+void tm_engine_txn_abort(tm_engine_txn *t);
+
+/* ---- reading ----------------------------------------------------------- */
+
+/** Copies the last committed state map into out (initialised, usually empty). */
+int tm_engine_read_state(tm_engine *e, tm_kv *out, tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Pins the last committed state: a read snapshot that never changes. The
+ * caller owns one reference (tm_engine_snapshot_release). Cheap (a reference
+ * count on columnar engines, a read transaction on sqlite).
+ */
+int tm_engine_snapshot_acquire(tm_engine *e, tm_engine_snapshot **out, tm_error *err)
+    TM_WARN_UNUSED;
+tm_engine_snapshot *tm_engine_snapshot_retain(tm_engine_snapshot *s);
+/** Drops a reference; NULL is a no-op. Thread-safe. */
+void tm_engine_snapshot_release(tm_engine_snapshot *s);
+/** The engine the snapshot was taken from (no reference added). */
+tm_engine *tm_engine_snapshot_engine(const tm_engine_snapshot *s);
+
+/** Live rows in the snapshot. */
+int tm_engine_snapshot_row_count(tm_engine_snapshot *s, int64_t *out, tm_error *err)
+    TM_WARN_UNUSED;
+/** The state map of the snapshot's commit, copied into out. */
+int tm_engine_snapshot_state(tm_engine_snapshot *s, tm_kv *out, tm_error *err) TM_WARN_UNUSED;
+
+/*
+ * Minimum and maximum of a column over the live rows (the high-water mark,
+ * SPEC A2). NULLs are ignored; `found` is false when there is no non-NULL
+ * value. Byte payloads of min/max are owned by the struct.
+ */
+typedef struct tm_engine_bounds {
+  bool found;
+  tm_value min, max;  /* typed as the column */
+  char *owned[2];     /* payload copies (tm_free through tm_engine_bounds_dispose) */
+} tm_engine_bounds;
+
+void tm_engine_bounds_dispose(tm_engine_bounds *b);
+
+/**
+ * Bounds of column `column` over the snapshot. Constant time on cayenne and
+ * arrow (zone maps; a segment with deleted rows is rechecked). On sqlite a
+ * min()/max() query (indexed for the time column).
+ * Errors: TM_ENOTFOUND (no such column).
+ */
+int tm_engine_snapshot_bounds(tm_engine_snapshot *s, const char *column, tm_engine_bounds *out,
+                              tm_error *err) TM_WARN_UNUSED;
+
+/** Statistics of one scan: what zone maps let it skip. */
+typedef struct tm_engine_scan_stats {
+  int64_t segments_total;   /* segments in the snapshot (columnar) */
+  int64_t segments_skipped; /* pruned by zone maps */
+  int64_t segments_read;
+  int64_t rows_read;        /* rows examined in read segments */
+  int64_t rows_out;         /* rows returned */
+} tm_engine_scan_stats;
+
+/**
+ * Scans the snapshot: the live rows satisfying pred (NULL: all rows), as
+ * batches of at most TM_BATCH_DEFAULT_ROWS rows holding the columns `cols`
+ * (schema indices, in that order; NULL with n_cols 0: every column). The scan
+ * holds a reference on the snapshot. Used by the refresh layer for the A3
+ * de-duplication window.
+ * Errors: TM_EINVALID (bad column index, a term on an unknown column).
+ */
+int tm_engine_snapshot_scan(tm_engine_snapshot *s, const size_t *cols, size_t n_cols,
+                            const tm_predicate *pred, tm_engine_scan **out, tm_error *err)
+    TM_WARN_UNUSED;
+/** Next batch into out (empty); TM_ITEROVER at the end. */
+int tm_engine_scan_next(tm_engine_scan *sc, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
+tm_engine_scan_stats tm_engine_scan_get_stats(const tm_engine_scan *sc);
+void tm_engine_scan_free(tm_engine_scan *sc);
+
+/* Conveniences over a fresh snapshot. */
+int tm_engine_row_count(tm_engine *e, int64_t *out, tm_error *err) TM_WARN_UNUSED;
+int tm_engine_column_bounds(tm_engine *e, const char *column, tm_engine_bounds *out,
+                            tm_error *err) TM_WARN_UNUSED;
+
+/** Bytes the acceleration occupies on disk (file mode) or in memory (memory mode). */
+int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) TM_WARN_UNUSED;
+
+typedef struct tm_engine_compact_info {
+  int64_t segments_before, segments_after;
+  int64_t rows_reclaimed; /* superseded or deleted rows dropped */
+} tm_engine_compact_info;
+
+/**
+ * Merges small segments and drops deleted rows (columnar engines), as one
+ * more commit: readers keep their snapshots meanwhile. With force, every
+ * segment with deleted rows and every run of small segments is rewritten;
+ * otherwise only when the small segments reach compact_min_segments.
+ * A no-op on sqlite. info may be NULL.
+ * Errors: TM_ECONFLICT (a write transaction is open), TM_EIO, TM_ENOMEM.
+ */
+int tm_engine_compact(tm_engine *e, bool force, tm_engine_compact_info *info, tm_error *err)
+    TM_WARN_UNUSED;
+
+/* ---- backends -----------------------------------------------------------
+ *
+ * A backend fills a tm_engine_vtable and embeds the base structs of
+ * engine_int.h as the first member of its own. Callers never touch either;
+ * they use the functions above. Backends live in src/engine/<name>/ and never
+ * include each other.
+ */
+
+#define TM_ENGINE_VTABLE_VERSION 1
+
+typedef struct tm_engine_vtable {
+  int version; /* TM_ENGINE_VTABLE_VERSION */
+  tm_engine_kind kind;
+  unsigned modes; /* bit (1 << tm_engine_mode) per supported mode */
+  int (*open)(tm_engine **out, const tm_schema *schema, const tm_engine_options *opts,
+              tm_error *err);
+  int (*drop)(const tm_engine_options *opts, tm_error *err);
+  void (*close)(tm_engine *e);
+  int (*begin)(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err);
+  int (*write)(tm_engine_txn *t, const tm_batch *b, tm_error *err);
+  int (*delete_where)(tm_engine_txn *t, const char *where_sql, int64_t *n_out, tm_error *err);
+  int (*delete_before)(tm_engine_txn *t, int64_t sec, int32_t nsec, int64_t *n_out,
+                       tm_error *err);
+  int (*commit)(tm_engine_txn *t, const tm_kv *state, tm_engine_commit_info *info,
+                tm_error *err);
+  void (*abort)(tm_engine_txn *t);
+  int (*read_state)(tm_engine *e, tm_kv *out, tm_error *err);
+  int (*snapshot)(tm_engine *e, tm_engine_snapshot **out, tm_error *err);
+  void (*snapshot_free)(tm_engine_snapshot *s); /* the last reference went */
+  int (*row_count)(tm_engine_snapshot *s, int64_t *out, tm_error *err);
+  int (*snapshot_state)(tm_engine_snapshot *s, tm_kv *out, tm_error *err);
+  int (*bounds)(tm_engine_snapshot *s, size_t col, tm_engine_bounds *out, tm_error *err);
+  int (*scan)(tm_engine_snapshot *s, const size_t *cols, size_t n_cols,
+              const tm_predicate *pred, tm_engine_scan **out, tm_error *err);
+  int (*scan_next)(tm_engine_scan *sc, tm_batch *out, tm_error *err);
+  void (*scan_free)(tm_engine_scan *sc);
+  int (*size_bytes)(tm_engine *e, uint64_t *out, tm_error *err);
+  int (*compact)(tm_engine *e, bool force, tm_engine_compact_info *info, tm_error *err);
+} tm_engine_vtable;
+
+
+#endif

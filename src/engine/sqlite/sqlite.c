@@ -1,0 +1,1084 @@
+/*
+ * sqlite.c - the sqlite engine: one SQLite table per dataset (engine layer).
+ *
+ * The dataset is a table named after it in its own database file, in WAL
+ * mode so that readers keep a snapshot while a refresh writes. File mode
+ * keeps the file at the configured path (synchronous=FULL: a commit is
+ * durable when it returns). Memory mode keeps no data across restarts: the
+ * database is a scratch file in TMPDIR with synchronous=OFF, removed at
+ * close; it is a file only so that readers get WAL snapshot isolation.
+ *
+ * Beside the dataset's table the database holds _tm_state (the state map,
+ * written in the same transaction as the rows) and _tm_meta (schema, options
+ * fingerprint, row count). A primary key is the table's PRIMARY KEY; a
+ * repeated key resolves by arrival order: `drop` is ON CONFLICT DO NOTHING,
+ * `upsert` is ON CONFLICT DO UPDATE (SPEC A8). A full refresh fills a new
+ * table and swaps it in with DROP + ALTER TABLE RENAME inside the commit
+ * (SPEC A11). Values are stored in their SQL face (engine_int.h), so the
+ * same queries give the same answers as on the columnar engines.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/engine_int.h"
+#include "io/io.h"
+#include "util/alloc.h"
+
+#define POOL_MAX 8
+#define TABLE_NEW_SUFFIX "__tm_new"
+
+typedef struct sq_engine {
+  tm_engine base;
+  sqlite3 *db;          /* writer connection; also used for DDL at open */
+  char *file;           /* owned: database path */
+  char *uri;            /* owned: URI a session ATTACHes */
+  char *table_q;        /* owned: the dataset's quoted table name */
+  char *new_q;          /* owned: the quoted name of a full refresh's new table */
+  char *index_q;        /* owned: quoted name of the time-column index */
+  bool scratch;         /* memory mode: remove the files at close */
+  pthread_mutex_t mu;   /* guards pool */
+  sqlite3 *pool[POOL_MAX]; /* idle read connections */
+  size_t n_pool;
+} sq_engine;
+
+typedef struct sq_txn {
+  tm_engine_txn base;
+  sqlite3_stmt *ins;    /* the insert statement for the target table */
+  const char *target_q; /* table_q or new_q */
+  int64_t count_before; /* live rows when the transaction began */
+  int64_t inserted;     /* rows added (new keys) */
+  int64_t updated;      /* upserts that replaced a stored row */
+  int64_t deleted;
+  int64_t sup[TM_SUPERSEDED__COUNT];
+} sq_txn;
+
+typedef struct sq_snap {
+  tm_engine_snapshot base;
+  sqlite3 *db;          /* a read connection holding an open read transaction */
+  int64_t rows;
+} sq_snap;
+
+typedef struct sq_scan {
+  tm_engine_scan base;
+  sqlite3_stmt *st;
+  tm_schema out_schema; /* the scanned columns */
+  size_t *cols;         /* schema index per scanned column */
+  size_t n_cols;        /* projection first, then residual-filter columns */
+  size_t n_proj;
+  tm_predicate residual; /* terms SQL cannot evaluate exactly */
+  bool done;
+} sq_scan;
+
+static sq_engine *sq_of(tm_engine *e) { return (sq_engine *)e; }
+static const tm_engine_vtable k_vtable;
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int sql_error(tm_error *err, sqlite3 *db, const char *what, const char *name) {
+  int code = sqlite3_errcode(db);
+  int tc = code == SQLITE_NOMEM ? TM_ENOMEM
+           : (code == SQLITE_BUSY || code == SQLITE_LOCKED) ? TM_ECONFLICT
+           : (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) ? TM_ECORRUPT
+           : (code == SQLITE_ERROR || code == SQLITE_AUTH || code == SQLITE_RANGE) ? TM_EINVALID
+           : TM_EIO;
+  return tm_error_set(err, tc, "%s: %s: %s", name, what, sqlite3_errmsg(db));
+}
+
+static int quote_ident(tm_buf *b, const char *name, const char *suffix, tm_error *err) {
+  TM_TRY(tm_buf_putc(b, '"', err));
+  for (const char *p = name; *p; p++) {
+    if (*p == '"') TM_TRY(tm_buf_putc(b, '"', err));
+    TM_TRY(tm_buf_putc(b, *p, err));
+  }
+  if (suffix) TM_TRY(tm_buf_puts(b, suffix, err));
+  return tm_buf_putc(b, '"', err);
+}
+
+static char *quoted(const char *name, const char *suffix) {
+  tm_buf b = TM_BUF_INIT(1 << 20);
+  if (quote_ident(&b, name, suffix, NULL) < 0) {
+    tm_buf_dispose(&b);
+    return NULL;
+  }
+  return tm_buf_take(&b, NULL);
+}
+
+static int exec(sqlite3 *db, const char *sql, const char *name, tm_error *err) {
+  if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return sql_error(err, db, "statement failed", name);
+  return TM_OK;
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, const char *name,
+                   tm_error *err) {
+  if (sqlite3_prepare_v2(db, sql, -1, out, NULL) != SQLITE_OK) {
+    *out = NULL;
+    return sql_error(err, db, "cannot prepare", name);
+  }
+  return TM_OK;
+}
+
+static int open_conn(sq_engine *e, bool create, sqlite3 **out, tm_error *err) {
+  sqlite3 *db = NULL;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  int src = sqlite3_open_v2(e->file, &db, flags, NULL);
+  if (src != SQLITE_OK) {
+    int rc = !db ? tm_error_nomem(err)
+             : src == SQLITE_CANTOPEN && !create
+                 ? tm_error_set(err, TM_ENOTFOUND, "%s: no acceleration database", e->file)
+                 : sql_error(err, db, "cannot open", e->file);
+    sqlite3_close(db);
+    return rc;
+  }
+  sqlite3_busy_timeout(db, e->base.cfg.busy_timeout_ms);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  *out = db;
+  return TM_OK;
+}
+
+/* ---- connection pool for snapshots -------------------------------------------- */
+
+static int pool_take(sq_engine *e, sqlite3 **out, tm_error *err) {
+  pthread_mutex_lock(&e->mu);
+  sqlite3 *db = e->n_pool ? e->pool[--e->n_pool] : NULL;
+  pthread_mutex_unlock(&e->mu);
+  if (db) {
+    *out = db;
+    return TM_OK;
+  }
+  TM_TRY(open_conn(e, false, &db, err));
+  if (sqlite3_exec(db, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK) {
+    int rc = sql_error(err, db, "cannot configure", e->file);
+    sqlite3_close(db);
+    return rc;
+  }
+  *out = db;
+  return TM_OK;
+}
+
+static void pool_put(sq_engine *e, sqlite3 *db) {
+  pthread_mutex_lock(&e->mu);
+  if (e->n_pool < POOL_MAX) {
+    e->pool[e->n_pool++] = db;
+    db = NULL;
+  }
+  pthread_mutex_unlock(&e->mu);
+  if (db) sqlite3_close(db);
+}
+
+/* ---- schema and metadata ------------------------------------------------------- */
+
+static int build_create(sq_engine *e, const char *table_q, tm_buf *sql, tm_error *err) {
+  const tm_schema *s = &e->base.schema;
+  TM_TRY(tm_buf_printf(sql, err, "CREATE TABLE main.%s (", table_q));
+  for (size_t i = 0; i < s->n_cols; i++) {
+    char decl[48];
+    tm_sqltype_decl(&s->cols[i].type, decl, sizeof decl);
+    if (i) TM_TRY(tm_buf_puts(sql, ", ", err));
+    TM_TRY(quote_ident(sql, s->cols[i].name, NULL, err));
+    TM_TRY(tm_buf_printf(sql, err, " %s", decl));
+  }
+  if (e->base.cfg.n_pk) {
+    TM_TRY(tm_buf_puts(sql, ", PRIMARY KEY (", err));
+    for (size_t i = 0; i < e->base.cfg.n_pk; i++) {
+      if (i) TM_TRY(tm_buf_puts(sql, ", ", err));
+      TM_TRY(quote_ident(sql, s->cols[e->base.cfg.pk[i]].name, NULL, err));
+    }
+    TM_TRY(tm_buf_putc(sql, ')', err));
+  }
+  return tm_buf_puts(sql, ")", err);
+}
+
+static int create_time_index(sq_engine *e, tm_error *err) {
+  if (e->base.cfg.time_col < 0) return TM_OK;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = tm_buf_printf(&sql, err, "CREATE INDEX IF NOT EXISTS main.%s ON %s (", e->index_q,
+                         e->table_q);
+  if (rc == TM_OK) rc = quote_ident(&sql, e->base.schema.cols[e->base.cfg.time_col].name, NULL, err);
+  if (rc == TM_OK) rc = tm_buf_putc(&sql, ')', err);
+  if (rc == TM_OK) rc = exec(e->db, sql.ptr, e->file, err);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+static int meta_get(sqlite3 *db, const char *key, char **out, const char *name, tm_error *err) {
+  sqlite3_stmt *st;
+  *out = NULL;
+  TM_TRY(prepare(db, "SELECT value FROM main._tm_meta WHERE key = ?1", &st, name, err));
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  int rc = TM_OK;
+  int s = sqlite3_step(st);
+  if (s == SQLITE_ROW) {
+    const char *v = (const char *)sqlite3_column_text(st, 0);
+    *out = tm_strndup(v ? v : "", (size_t)sqlite3_column_bytes(st, 0));
+    if (!*out) rc = tm_error_nomem(err);
+  } else if (s == SQLITE_DONE) {
+    rc = TM_CORRUPT(err, "%s: metadata '%s' is missing", name, key);
+  } else {
+    rc = sql_error(err, db, "cannot read metadata", name);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int meta_set(sqlite3 *db, const char *key, const char *value, const char *name,
+                    tm_error *err) {
+  sqlite3_stmt *st;
+  TM_TRY(prepare(db, "INSERT OR REPLACE INTO main._tm_meta(key, value) VALUES (?1, ?2)", &st,
+                 name, err));
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st) == SQLITE_DONE ? TM_OK : sql_error(err, db, "cannot write metadata", name);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static bool table_exists(sqlite3 *db, const char *table) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_schema WHERE type='table' AND name=?1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return false;
+  sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+  bool yes = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return yes;
+}
+
+/* Names and types equal (nullability may change between source versions). */
+static bool same_columns(const tm_schema *a, const tm_schema *b) {
+  if (a->n_cols != b->n_cols) return false;
+  for (size_t i = 0; i < a->n_cols; i++)
+    if (strcmp(a->cols[i].name, b->cols[i].name) != 0 ||
+        !tm_type_equal(&a->cols[i].type, &b->cols[i].type))
+      return false;
+  return true;
+}
+
+static int create_tables(sq_engine *e, tm_error *err) {
+  tm_buf sql = TM_BUF_INIT(1 << 24), text = TM_BUF_INIT(1 << 24);
+  int rc = TM_OK;
+  TM_CHECK(exec(e->db, "BEGIN IMMEDIATE", e->file, err));
+  TM_CHECK(build_create(e, e->table_q, &sql, err));
+  TM_CHECK(exec(e->db, sql.ptr, e->file, err));
+  TM_CHECK(exec(e->db,
+                "CREATE TABLE main._tm_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE main._tm_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                e->file, err));
+  TM_CHECK(tm_engine__schema_encode(&e->base.schema, &text, err));
+  TM_CHECK(meta_set(e->db, "schema", tm_buf_cstr(&text), e->file, err));
+  tm_buf_clear(&text);
+  TM_CHECK(tm_engine__options_fingerprint(&e->base, &text, err));
+  TM_CHECK(meta_set(e->db, "options", tm_buf_cstr(&text), e->file, err));
+  TM_CHECK(meta_set(e->db, "row_count", "0", e->file, err));
+  TM_CHECK(meta_set(e->db, "format", "1", e->file, err));
+  TM_CHECK(create_time_index(e, err));
+  TM_CHECK(exec(e->db, "COMMIT", e->file, err));
+done:
+  if (rc < 0) sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
+  tm_buf_dispose(&sql);
+  tm_buf_dispose(&text);
+  return rc;
+}
+
+static int check_options(sq_engine *e, tm_error *err) {
+  char *stored = NULL;
+  tm_buf want = TM_BUF_INIT(1 << 20);
+  int rc = meta_get(e->db, "options", &stored, e->file, err);
+  if (rc == TM_OK) rc = tm_engine__options_fingerprint(&e->base, &want, err);
+  if (rc == TM_OK && strcmp(stored, tm_buf_cstr(&want)) != 0)
+    rc = tm_error_set(err, TM_ECONFLICT,
+                      "%s: stored acceleration has options '%s', the dataset has '%s'", e->file,
+                      stored, tm_buf_cstr(&want));
+  tm_free(stored);
+  tm_buf_dispose(&want);
+  return rc;
+}
+
+/* ---- open / close ---------------------------------------------------------------- */
+
+static void sq_free(sq_engine *e) {
+  for (size_t i = 0; i < e->n_pool; i++) sqlite3_close(e->pool[i]);
+  if (e->db) sqlite3_close(e->db);
+  if (e->scratch && e->file) {
+    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < 4; i++) {
+      char *p = tm_asprintf("%s%s", e->file, sfx[i]);
+      if (p) unlink(p);
+      tm_free(p);
+    }
+  }
+  pthread_mutex_destroy(&e->mu);
+  tm_free(e->file);
+  tm_free(e->uri);
+  tm_free(e->table_q);
+  tm_free(e->new_q);
+  tm_free(e->index_q);
+  tm_engine__dispose_base(&e->base);
+  tm_free(e);
+}
+
+static void sq_close(tm_engine *base) { sq_free(sq_of(base)); }
+
+static int scratch_path(char **out, const char *dataset) {
+  static int counter;
+  const char *tmp = getenv("TMPDIR");
+  int n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  /* The dataset name is kept out of the path: it may hold any character. */
+  (void)dataset;
+  *out = tm_asprintf("%s/tidemark-mem-%d-%d.db", tmp && *tmp ? tmp : "/tmp", (int)getpid(), n);
+  return *out ? TM_OK : TM_ENOMEM;
+}
+
+static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_options *opts,
+                   tm_error *err) {
+  int rc = TM_OK;
+  tm_schema stored;
+  tm_schema_init(&stored);
+  char *text = NULL;
+  sq_engine *e = tm_calloc(1, sizeof *e);
+  if (!e) return tm_error_nomem(err);
+  pthread_mutex_init(&e->mu, NULL);
+  e->scratch = opts->mode == TM_ENGINE_MEMORY;
+  if (e->scratch) {
+    if (scratch_path(&e->file, opts->dataset) < 0) {
+      rc = tm_error_nomem(err);
+      goto done;
+    }
+    unlink(e->file);
+  } else {
+    e->file = tm_strdup(opts->path);
+    char *dir = e->file ? tm_path_dirname(e->file) : NULL;
+    if (!dir) {
+      rc = tm_error_nomem(err);
+      goto done;
+    }
+    rc = schema ? tm_mkdir_p(dir, err) : TM_OK;
+    tm_free(dir);
+    if (rc < 0) goto done;
+  }
+  e->uri = tm_asprintf("file:%s", e->file);
+  if (!e->uri) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  /* Connect first (with a provisional config) to learn whether a table exists. */
+  e->base.cfg.busy_timeout_ms = opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : 5000;
+  TM_CHECK(open_conn(e, schema != NULL, &e->db, err));
+  bool exists = table_exists(e->db, "_tm_meta");
+  if (!exists && !schema) {
+    rc = tm_error_set(err, TM_ENOTFOUND, "%s: no acceleration stored", e->file);
+    goto done;
+  }
+  if (exists) {
+    size_t len;
+    TM_CHECK(meta_get(e->db, "schema", &text, e->file, err));
+    len = strlen(text);
+    TM_CHECK(tm_engine__schema_decode(&stored, text, len, err));
+    if (schema && !same_columns(schema, &stored)) {
+      rc = tm_error_set(err, TM_ECONFLICT,
+                        "%s: the stored acceleration has a different schema", e->file);
+      goto done;
+    }
+  }
+  TM_CHECK(tm_engine__init_base(&e->base, &k_vtable, exists ? &stored : schema,
+                                opts, err));
+  e->table_q = quoted(e->base.cfg.dataset, NULL);
+  e->new_q = quoted(e->base.cfg.dataset, TABLE_NEW_SUFFIX);
+  e->index_q = quoted(e->base.cfg.dataset, "__tm_time");
+  if (!e->table_q || !e->new_q || !e->index_q) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  TM_CHECK(exec(e->db, "PRAGMA journal_mode=WAL", e->file, err));
+  TM_CHECK(exec(e->db, e->scratch ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL",
+                e->file, err));
+  if (exists) TM_CHECK(check_options(e, err));
+  else TM_CHECK(create_tables(e, err));
+  *out = &e->base;
+  e = NULL;
+done:
+  tm_free(text);
+  tm_schema_dispose(&stored);
+  if (e) {
+    if (!e->base.vt) {
+      /* init_base did not run: free by hand. */
+      if (e->db) sqlite3_close(e->db);
+      if (e->scratch && e->file) unlink(e->file);
+      pthread_mutex_destroy(&e->mu);
+      tm_free(e->file);
+      tm_free(e->uri);
+      tm_free(e);
+    } else {
+      sq_free(e);
+    }
+  }
+  return rc;
+}
+
+static int sq_drop(const tm_engine_options *opts, tm_error *err) {
+  const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+  for (size_t i = 0; i < 4; i++) {
+    char *p = tm_asprintf("%s%s", opts->path, sfx[i]);
+    if (!p) return tm_error_nomem(err);
+    int r = unlink(p);
+    int e = errno;
+    tm_free(p);
+    if (r != 0 && e != ENOENT)
+      return tm_error_set(err, TM_EIO, "%s%s: %s", opts->path, sfx[i], strerror(e));
+  }
+  return TM_OK;
+}
+
+const char *tm_sqlite_engine__uri(const tm_engine *e) { return ((const sq_engine *)e)->uri; }
+
+/* ---- write transactions ---------------------------------------------------------- */
+
+static int read_count(sqlite3 *db, int64_t *out, const char *name, tm_error *err) {
+  char *v = NULL;
+  TM_TRY(meta_get(db, "row_count", &v, name, err));
+  int rc = tm_parse_int64(v, strlen(v), out) == TM_OK
+               ? TM_OK
+               : TM_CORRUPT(err, "%s: stored row count '%s' is malformed", name, v);
+  tm_free(v);
+  return rc;
+}
+
+static int build_insert(sq_engine *e, const char *target_q, tm_buf *sql, tm_error *err) {
+  const tm_schema *s = &e->base.schema;
+  const tm_engine_config *c = &e->base.cfg;
+  TM_TRY(tm_buf_printf(sql, err, "INSERT INTO main.%s VALUES (", target_q));
+  for (size_t i = 0; i < s->n_cols; i++) TM_TRY(tm_buf_printf(sql, err, "%s?%zu", i ? ", " : "", i + 1));
+  TM_TRY(tm_buf_putc(sql, ')', err));
+  if (c->n_pk == 0) return TM_OK;
+  TM_TRY(tm_buf_puts(sql, " ON CONFLICT (", err));
+  for (size_t i = 0; i < c->n_pk; i++) {
+    if (i) TM_TRY(tm_buf_puts(sql, ", ", err));
+    TM_TRY(quote_ident(sql, s->cols[c->pk[i]].name, NULL, err));
+  }
+  TM_TRY(tm_buf_puts(sql, ") DO ", err));
+  if (c->on_conflict == TM_ON_CONFLICT_DROP || c->n_pk == s->n_cols)
+    return tm_buf_puts(sql, "NOTHING", err);
+  /* Upsert; an identical row is left alone (and counted as unchanged). */
+  TM_TRY(tm_buf_puts(sql, "UPDATE SET ", err));
+  bool first = true;
+  for (size_t i = 0; i < s->n_cols; i++) {
+    bool is_pk = false;
+    for (size_t k = 0; k < c->n_pk; k++) is_pk |= c->pk[k] == i;
+    if (is_pk) continue;
+    if (!first) TM_TRY(tm_buf_puts(sql, ", ", err));
+    first = false;
+    TM_TRY(quote_ident(sql, s->cols[i].name, NULL, err));
+    TM_TRY(tm_buf_puts(sql, " = excluded.", err));
+    TM_TRY(quote_ident(sql, s->cols[i].name, NULL, err));
+  }
+  TM_TRY(tm_buf_puts(sql, " WHERE NOT (", err));
+  first = true;
+  for (size_t i = 0; i < s->n_cols; i++) {
+    if (!first) TM_TRY(tm_buf_puts(sql, " AND ", err));
+    first = false;
+    TM_TRY(quote_ident(sql, s->cols[i].name, NULL, err));
+    TM_TRY(tm_buf_puts(sql, " IS excluded.", err));
+    TM_TRY(quote_ident(sql, s->cols[i].name, NULL, err));
+  }
+  return tm_buf_putc(sql, ')', err);
+}
+
+static void txn_free(sq_txn *t) {
+  sqlite3_finalize(t->ins);
+  tm_free(t);
+}
+
+static int sq_begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  TM_TRY(tm_engine__writer_acquire(base, err));
+  int rc = TM_OK;
+  tm_buf sql = TM_BUF_INIT(1 << 24);
+  sq_txn *t = tm_calloc(1, sizeof *t);
+  if (!t) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  t->base.engine = base;
+  t->base.kind = kind;
+  TM_CHECK(exec(e->db, "BEGIN IMMEDIATE", e->file, err));
+  TM_CHECK(read_count(e->db, &t->count_before, e->file, err));
+  t->target_q = e->table_q;
+  if (kind == TM_TXN_REPLACE_ALL) {
+    TM_CHECK(tm_buf_printf(&sql, err, "DROP TABLE IF EXISTS main.%s", e->new_q));
+    TM_CHECK(exec(e->db, sql.ptr, e->file, err));
+    tm_buf_clear(&sql);
+    TM_CHECK(build_create(e, e->new_q, &sql, err));
+    TM_CHECK(exec(e->db, sql.ptr, e->file, err));
+    tm_buf_clear(&sql);
+    t->target_q = e->new_q;
+    t->count_before = 0;
+  }
+  TM_CHECK(build_insert(e, t->target_q, &sql, err));
+  TM_CHECK(prepare(e->db, sql.ptr, &t->ins, e->file, err));
+  *out = &t->base;
+  t = NULL;
+done:
+  tm_buf_dispose(&sql);
+  if (t) {
+    sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
+    txn_free(t);
+  }
+  if (rc < 0) tm_engine__writer_release(base);
+  return rc;
+}
+
+static int sq_write(tm_engine_txn *tb, const tm_batch *b, tm_error *err) {
+  sq_txn *t = (sq_txn *)tb;
+  sq_engine *e = sq_of(tb->engine);
+  size_t n = e->base.schema.n_cols;
+  bool keyed = e->base.cfg.n_pk > 0;
+  bool upsert = keyed && e->base.cfg.on_conflict == TM_ON_CONFLICT_UPSERT;
+  tm_colview *cols = tm_calloc(n ? n : 1, sizeof *cols);
+  if (!cols) return tm_error_nomem(err);
+  for (size_t c = 0; c < n; c++) cols[c] = tm_batch_col(b, c);
+  int rc = TM_OK;
+  tm_sqlval sv;
+  for (int64_t r = 0; r < b->n_rows && rc == TM_OK; r++) {
+    for (size_t c = 0; c < n; c++) {
+      tm_value v;
+      tm_colview_get(&cols[c], r, &v);
+      tm_sqlval_from(&sv, &cols[c].type, &v);
+      if (tm_sqlval_bind(t->ins, (int)c + 1, &sv) != SQLITE_OK) {
+        rc = sql_error(err, e->db, "cannot bind", e->file);
+        break;
+      }
+    }
+    if (rc < 0) break;
+    sqlite3_set_last_insert_rowid(e->db, 0);
+    if (sqlite3_step(t->ins) != SQLITE_DONE) {
+      rc = sql_error(err, e->db, "cannot insert", e->file);
+      sqlite3_reset(t->ins);
+      break;
+    }
+    sqlite3_reset(t->ins);
+    int changed = sqlite3_changes(e->db);
+    if (!keyed || (changed && sqlite3_last_insert_rowid(e->db) != 0)) {
+      t->inserted++;
+    } else if (changed) {
+      /* Upsert replaced the stored row of this key. */
+      t->updated++;
+      t->sup[TM_SUPERSEDED_ARRIVAL]++;
+    } else {
+      t->sup[upsert ? TM_SUPERSEDED_UNCHANGED : TM_SUPERSEDED_ARRIVAL]++;
+    }
+  }
+  sqlite3_clear_bindings(t->ins);
+  tm_free(cols);
+  return rc;
+}
+
+/*
+ * Authorizer for a retention condition: reads, functions (but not
+ * load_extension) and the one DELETE being prepared; nothing else.
+ */
+static int delete_auth(void *payload, int action, const char *a, const char *b,
+                       const char *db_name, const char *trigger) {
+  (void)b;
+  (void)db_name;
+  (void)trigger;
+  const char *target = payload;
+  switch (action) {
+    case SQLITE_READ:
+    case SQLITE_SELECT:
+    case SQLITE_RECURSIVE: return SQLITE_OK;
+    case SQLITE_FUNCTION:
+      return b && sqlite3_stricmp(b, "load_extension") == 0 ? SQLITE_DENY : SQLITE_OK;
+    case SQLITE_DELETE: return a && strcmp(a, target) == 0 ? SQLITE_OK : SQLITE_DENY;
+    default: return SQLITE_DENY;
+  }
+}
+
+/* Unquoted name of the target table, for the authorizer. */
+static const char *target_name(sq_engine *e, sq_txn *t, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s%s", e->base.cfg.dataset,
+           t->target_q == e->new_q ? TABLE_NEW_SUFFIX : "");
+  return buf;
+}
+
+static bool only_space(const char *s) {
+  for (; s && *s; s++)
+    if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != ';') return false;
+  return true;
+}
+
+static int run_delete(sq_engine *e, sq_txn *t, const char *sql, sqlite3_stmt **st_out,
+                      int64_t *n_out, tm_error *err) {
+  (void)t;
+  sqlite3_stmt *st = *st_out;
+  int s = sqlite3_step(st);
+  int rc = s == SQLITE_DONE ? TM_OK : sql_error(err, e->db, "delete failed", e->file);
+  if (rc == TM_OK) *n_out = sqlite3_changes(e->db);
+  (void)sql;
+  return rc;
+}
+
+static int sq_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n_out,
+                           tm_error *err) {
+  sq_txn *t = (sq_txn *)tb;
+  sq_engine *e = sq_of(tb->engine);
+  tm_buf sql = TM_BUF_INIT(1 << 24);
+  char name[512];
+  sqlite3_stmt *st = NULL;
+  const char *tail = NULL;
+  int rc = tm_buf_printf(&sql, err, "DELETE FROM main.%s WHERE (%s\n)", t->target_q, where_sql);
+  if (rc < 0) goto done;
+  sqlite3_set_authorizer(e->db, delete_auth, (void *)target_name(e, t, name, sizeof name));
+  int s = sqlite3_prepare_v2(e->db, sql.ptr, -1, &st, &tail);
+  sqlite3_set_authorizer(e->db, NULL, NULL);
+  if (s != SQLITE_OK) {
+    rc = tm_error_set(err, TM_EINVALID, "dataset '%s': retention condition: %s",
+                      e->base.cfg.dataset, sqlite3_errmsg(e->db));
+    goto done;
+  }
+  if (!only_space(tail)) {
+    rc = tm_error_set(err, TM_EINVALID,
+                      "dataset '%s': retention condition holds more than one statement",
+                      e->base.cfg.dataset);
+    goto done;
+  }
+  TM_CHECK(run_delete(e, t, sql.ptr, &st, n_out, err));
+  t->deleted += *n_out;
+done:
+  sqlite3_finalize(st);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+/* SQL function tm__older(value, sec, nsec): whether a time value is older. */
+static void older_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  sq_engine *e = sqlite3_user_data(ctx);
+  const tm_column *col = &e->base.schema.cols[e->base.cfg.time_col];
+  tm_instant bound = {false, sqlite3_value_int64(argv[1]), (int32_t)sqlite3_value_int64(argv[2])};
+  tm_value v;
+  memset(&v, 0, sizeof v);
+  v.type = col->type.id;
+  int k = sqlite3_value_type(argv[0]);
+  if (k == SQLITE_NULL) {
+    sqlite3_result_int(ctx, 0);
+    return;
+  }
+  if (col->type.id == TM_TYPE_UTF8) {
+    v.v.s = tm_sv((const char *)sqlite3_value_text(argv[0]), (size_t)sqlite3_value_bytes(argv[0]));
+  } else if (tm_type_is_temporal(&col->type) && k == SQLITE_TEXT) {
+    if (tm_sqltype_parse_temporal(&col->type, (const char *)sqlite3_value_text(argv[0]),
+                                  (size_t)sqlite3_value_bytes(argv[0]), &v.v.i) != TM_OK) {
+      sqlite3_result_int(ctx, 0);
+      return;
+    }
+  } else if (col->type.id >= TM_TYPE_UINT8 && col->type.id <= TM_TYPE_UINT64) {
+    v.v.u = (uint64_t)sqlite3_value_int64(argv[0]);
+  } else {
+    v.v.i = sqlite3_value_int64(argv[0]);
+  }
+  tm_instant at = tm_engine__instant(&col->type, e->base.cfg.time_format, &v);
+  sqlite3_result_int(ctx, !at.null && tm_instant_cmp(at, bound) < 0);
+}
+
+static int sq_delete_before(tm_engine_txn *tb, int64_t sec, int32_t nsec, int64_t *n_out,
+                            tm_error *err) {
+  sq_txn *t = (sq_txn *)tb;
+  sq_engine *e = sq_of(tb->engine);
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  sqlite3_stmt *st = NULL;
+  int rc = TM_OK;
+  if (sqlite3_create_function_v2(e->db, "tm__older", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, e,
+                                 older_fn, NULL, NULL, NULL) != SQLITE_OK) {
+    rc = sql_error(err, e->db, "cannot register a function", e->file);
+    goto done;
+  }
+  TM_CHECK(tm_buf_printf(&sql, err, "DELETE FROM main.%s WHERE tm__older(", t->target_q));
+  TM_CHECK(quote_ident(&sql, e->base.schema.cols[e->base.cfg.time_col].name, NULL, err));
+  TM_CHECK(tm_buf_puts(&sql, ", ?1, ?2)", err));
+  TM_CHECK(prepare(e->db, sql.ptr, &st, e->file, err));
+  sqlite3_bind_int64(st, 1, sec);
+  sqlite3_bind_int64(st, 2, nsec);
+  TM_CHECK(run_delete(e, t, sql.ptr, &st, n_out, err));
+  t->deleted += *n_out;
+done:
+  sqlite3_finalize(st);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+static int write_state(sq_engine *e, const tm_kv *state, tm_error *err) {
+  TM_TRY(exec(e->db, "DELETE FROM main._tm_state", e->file, err));
+  sqlite3_stmt *st;
+  TM_TRY(prepare(e->db, "INSERT INTO main._tm_state(key, value) VALUES (?1, ?2)", &st, e->file,
+                 err));
+  int rc = TM_OK;
+  for (size_t i = 0; i < state->len && rc == TM_OK; i++) {
+    sqlite3_bind_text(st, 1, state->items[i].key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, state->items[i].value, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) rc = sql_error(err, e->db, "cannot write state", e->file);
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_info *info,
+                     tm_error *err) {
+  sq_txn *t = (sq_txn *)tb;
+  sq_engine *e = sq_of(tb->engine);
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = TM_OK;
+  int64_t after = t->count_before + t->inserted - t->deleted;
+  char num[32];
+  sqlite3_finalize(t->ins);
+  t->ins = NULL;
+  if (state) TM_CHECK(write_state(e, state, err));
+  if (tb->kind == TM_TXN_REPLACE_ALL) {
+    TM_CHECK(tm_buf_printf(&sql, err, "DROP TABLE main.%s; ALTER TABLE main.%s RENAME TO %s",
+                           e->table_q, e->new_q, e->table_q));
+    TM_CHECK(exec(e->db, sql.ptr, e->file, err));
+    TM_CHECK(create_time_index(e, err));
+  }
+  snprintf(num, sizeof num, "%lld", (long long)after);
+  TM_CHECK(meta_set(e->db, "row_count", num, e->file, err));
+  if (sqlite3_exec(e->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    rc = sql_error(err, e->db, "commit failed", e->file);
+    goto done;
+  }
+  info->rows_written = t->inserted + t->updated;
+  info->rows_deleted = t->deleted;
+  memcpy(info->rows_superseded, t->sup, sizeof t->sup);
+  info->rows_after = after;
+done:
+  if (rc < 0 && !sqlite3_get_autocommit(e->db)) sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
+  tm_buf_dispose(&sql);
+  txn_free(t);
+  tm_engine__writer_release(&e->base);
+  return rc;
+}
+
+static void sq_abort(tm_engine_txn *tb) {
+  sq_txn *t = (sq_txn *)tb;
+  sq_engine *e = sq_of(tb->engine);
+  sqlite3_finalize(t->ins);
+  t->ins = NULL;
+  if (!sqlite3_get_autocommit(e->db)) sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
+  txn_free(t);
+  tm_engine__writer_release(&e->base);
+}
+
+/* ---- snapshots and reads ------------------------------------------------------------ */
+
+static int sq_snapshot(tm_engine *base, tm_engine_snapshot **out, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  sqlite3 *db;
+  TM_TRY(pool_take(e, &db, err));
+  int64_t rows = 0;
+  int rc = exec(db, "BEGIN", e->file, err);
+  /* The first read starts the read transaction that pins this state. */
+  if (rc == TM_OK) rc = read_count(db, &rows, e->file, err);
+  sq_snap *s = rc == TM_OK ? tm_calloc(1, sizeof *s) : NULL;
+  if (rc == TM_OK && !s) rc = tm_error_nomem(err);
+  if (rc < 0) {
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    pool_put(e, db);
+    return rc;
+  }
+  tm_engine__snapshot_init(&s->base, base);
+  s->db = db;
+  s->rows = rows;
+  *out = &s->base;
+  return TM_OK;
+}
+
+static void sq_snapshot_free(tm_engine_snapshot *sb) {
+  sq_snap *s = (sq_snap *)sb;
+  sq_engine *e = sq_of(sb->engine);
+  sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+  pool_put(e, s->db);
+  tm_free(s);
+}
+
+static int sq_row_count(tm_engine_snapshot *sb, int64_t *out, tm_error *err) {
+  (void)err;
+  *out = ((sq_snap *)sb)->rows;
+  return TM_OK;
+}
+
+static int read_state_on(sqlite3 *db, tm_kv *out, const char *name, tm_error *err) {
+  sqlite3_stmt *st;
+  TM_TRY(prepare(db, "SELECT key, value FROM main._tm_state ORDER BY rowid", &st, name, err));
+  int rc = TM_OK, s;
+  while (rc == TM_OK && (s = sqlite3_step(st)) == SQLITE_ROW)
+    rc = tm_kv_set(out, (const char *)sqlite3_column_text(st, 0),
+                   (const char *)sqlite3_column_text(st, 1), err);
+  if (rc == TM_OK && s != SQLITE_DONE) rc = sql_error(err, db, "cannot read state", name);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int sq_snapshot_state(tm_engine_snapshot *sb, tm_kv *out, tm_error *err) {
+  return read_state_on(((sq_snap *)sb)->db, out, sq_of(sb->engine)->file, err);
+}
+
+static int sq_read_state(tm_engine *base, tm_kv *out, tm_error *err) {
+  tm_engine_snapshot *s;
+  TM_TRY(sq_snapshot(base, &s, err));
+  int rc = sq_snapshot_state(s, out, err);
+  tm_engine_snapshot_release(s);
+  return rc;
+}
+
+/* One aggregate of one column into a tm_value (payload copied into *owned). */
+static int agg_value(sq_engine *e, sqlite3 *db, const char *fn, size_t col, tm_value *out,
+                     char **owned, bool *found, tm_error *err) {
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  sqlite3_stmt *st = NULL;
+  const tm_type *t = &e->base.schema.cols[col].type;
+  int rc = tm_buf_printf(&sql, err, "SELECT %s(", fn);
+  if (rc == TM_OK) rc = quote_ident(&sql, e->base.schema.cols[col].name, NULL, err);
+  if (rc == TM_OK) rc = tm_buf_printf(&sql, err, ") FROM main.%s", e->table_q);
+  if (rc == TM_OK) rc = prepare(db, sql.ptr, &st, e->file, err);
+  if (rc == TM_OK && sqlite3_step(st) != SQLITE_ROW) rc = sql_error(err, db, "cannot read bounds", e->file);
+  if (rc == TM_OK) rc = tm_sqltype_to_value(t, sqlite3_column_value(st, 0), out, owned, err);
+  if (rc == TM_OK) *found = !out->is_null;
+  sqlite3_finalize(st);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+static int sq_bounds(tm_engine_snapshot *sb, size_t col, tm_engine_bounds *out, tm_error *err) {
+  sq_snap *s = (sq_snap *)sb;
+  sq_engine *e = sq_of(sb->engine);
+  bool f1 = false, f2 = false;
+  int rc = agg_value(e, s->db, "min", col, &out->min, &out->owned[0], &f1, err);
+  if (rc == TM_OK) rc = agg_value(e, s->db, "max", col, &out->max, &out->owned[1], &f2, err);
+  if (rc < 0) tm_engine_bounds_dispose(out);
+  else out->found = f1 && f2;
+  return rc;
+}
+
+/* Whether SQL comparison on the column's SQL face orders exactly like tm_value_cmp. */
+static bool sql_order_exact(const tm_type *t) {
+  switch (t->id) {
+    case TM_TYPE_UINT64: return false; /* stored as int64 bits */
+    case TM_TYPE_DECIMAL128: return t->precision <= 15;
+    case TM_TYPE_FLOAT32:
+    case TM_TYPE_FLOAT64: return true; /* NaN is NULL in SQLite; never matches either way */
+    default: return true;
+  }
+}
+
+static int add_term_sql(tm_buf *sql, const tm_pred_term *term, int *n_params, tm_error *err) {
+  static const char *const ops[] = {"=", "<", "<=", ">", ">="};
+  TM_TRY(quote_ident(sql, term->column, NULL, err));
+  switch (term->op) {
+    case TM_PRED_IS_NULL: return tm_buf_puts(sql, " IS NULL", err);
+    case TM_PRED_IS_NOT_NULL: return tm_buf_puts(sql, " IS NOT NULL", err);
+    case TM_PRED_IN:
+      TM_TRY(tm_buf_puts(sql, " IN (", err));
+      for (size_t i = 0; i < term->n_in; i++) TM_TRY(tm_buf_printf(sql, err, "%s?%d", i ? ", " : "", ++*n_params));
+      if (term->n_in == 0) TM_TRY(tm_buf_puts(sql, "NULL", err));
+      return tm_buf_putc(sql, ')', err);
+    default: return tm_buf_printf(sql, err, " %s ?%d", ops[term->op], ++*n_params);
+  }
+}
+
+static void scan_free(sq_scan *sc) {
+  sqlite3_finalize(sc->st);
+  tm_schema_dispose(&sc->out_schema);
+  tm_free(sc->cols);
+  tm_predicate_dispose(&sc->residual);
+  if (sc->base.snap) tm_engine_snapshot_release(sc->base.snap);
+  tm_free(sc);
+}
+
+static int add_scan_col(sq_scan *sc, const tm_schema *s, size_t idx, tm_error *err) {
+  for (size_t i = 0; i < sc->n_cols; i++)
+    if (sc->cols[i] == idx) return TM_OK;
+  sc->cols[sc->n_cols++] = idx;
+  const tm_column *c = &s->cols[idx];
+  return tm_schema_add(&sc->out_schema, c->name, c->type, c->nullable, c->field_id, err);
+}
+
+static int sq_scan_open(tm_engine_snapshot *sb, const size_t *cols, size_t n_cols,
+                        const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
+  sq_snap *snap = (sq_snap *)sb;
+  sq_engine *e = sq_of(sb->engine);
+  const tm_schema *s = &e->base.schema;
+  tm_buf sql = TM_BUF_INIT(1 << 24);
+  int rc = TM_OK;
+  sq_scan *sc = tm_calloc(1, sizeof *sc);
+  if (!sc) return tm_error_nomem(err);
+  tm_schema_init(&sc->out_schema);
+  tm_predicate_init(&sc->residual);
+  size_t n_terms = pred ? pred->n_terms : 0;
+  sc->cols = tm_calloc(s->n_cols + n_terms + 1, sizeof *sc->cols);
+  if (!sc->cols) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  sc->base.snap = tm_engine_snapshot_retain(sb);
+  if (n_cols == 0)
+    for (size_t i = 0; i < s->n_cols; i++) TM_CHECK(add_scan_col(sc, s, i, err));
+  for (size_t i = 0; i < n_cols; i++) TM_CHECK(add_scan_col(sc, s, cols[i], err));
+  sc->n_proj = sc->n_cols;
+  /* Terms SQL orders exactly go into WHERE; the rest are evaluated here. */
+  for (size_t i = 0; i < n_terms; i++) {
+    const tm_pred_term *term = &pred->terms[i];
+    if (sql_order_exact(&term->type)) continue;
+    TM_CHECK(add_scan_col(sc, s, (size_t)tm_schema_find(s, term->column), err));
+    tm_predicate one;
+    tm_predicate_init(&one);
+    one.terms = (tm_pred_term *)term;
+    one.n_terms = 1;
+    rc = tm_predicate_copy(&sc->residual, &one, err);
+    if (rc < 0) goto done;
+  }
+  TM_CHECK(tm_buf_puts(&sql, "SELECT ", err));
+  for (size_t i = 0; i < sc->n_cols; i++) {
+    if (i) TM_CHECK(tm_buf_puts(&sql, ", ", err));
+    TM_CHECK(quote_ident(&sql, s->cols[sc->cols[i]].name, NULL, err));
+  }
+  if (sc->n_cols == 0) TM_CHECK(tm_buf_puts(&sql, "1", err));
+  TM_CHECK(tm_buf_printf(&sql, err, " FROM main.%s", e->table_q));
+  int n_params = 0;
+  bool first = true;
+  for (size_t i = 0; i < n_terms; i++) {
+    const tm_pred_term *term = &pred->terms[i];
+    if (!sql_order_exact(&term->type)) continue;
+    TM_CHECK(tm_buf_puts(&sql, first ? " WHERE " : " AND ", err));
+    first = false;
+    TM_CHECK(add_term_sql(&sql, term, &n_params, err));
+  }
+  TM_CHECK(prepare(snap->db, sql.ptr, &sc->st, e->file, err));
+  n_params = 0;
+  for (size_t i = 0; i < n_terms; i++) {
+    const tm_pred_term *term = &pred->terms[i];
+    if (!sql_order_exact(&term->type) || term->op == TM_PRED_IS_NULL ||
+        term->op == TM_PRED_IS_NOT_NULL)
+      continue;
+    size_t nv = term->op == TM_PRED_IN ? term->n_in : 1;
+    const tm_value *vals = term->op == TM_PRED_IN ? term->in_values : &term->value;
+    for (size_t k = 0; k < nv; k++) {
+      tm_sqlval sv;
+      tm_sqlval_from(&sv, &term->type, &vals[k]);
+      /* The literal's text is rendered into sv.buf: bind a copy. */
+      if (tm_sqlval_bind(sc->st, ++n_params, &sv) != SQLITE_OK) {
+        rc = sql_error(err, snap->db, "cannot bind", e->file);
+        goto done;
+      }
+    }
+  }
+  *out = &sc->base;
+  sc = NULL;
+done:
+  tm_buf_dispose(&sql);
+  if (sc) scan_free(sc);
+  return rc;
+}
+
+static int sq_scan_next(tm_engine_scan *scb, tm_batch *out, tm_error *err) {
+  sq_scan *sc = (sq_scan *)scb;
+  sq_engine *e = sq_of(scb->snap->engine);
+  if (sc->done) return TM_ITEROVER;
+  tm_batch_builder bb;
+  TM_TRY(tm_batch_builder_init(&bb, &sc->out_schema, err));
+  int rc = TM_OK;
+  int64_t n = 0;
+  while (n < TM_BATCH_DEFAULT_ROWS) {
+    int s = sqlite3_step(sc->st);
+    if (s == SQLITE_DONE) {
+      sc->done = true;
+      break;
+    }
+    if (s != SQLITE_ROW) {
+      rc = sql_error(err, sqlite3_db_handle(sc->st), "scan failed", e->file);
+      break;
+    }
+    for (size_t c = 0; c < sc->n_cols && rc == TM_OK; c++)
+      rc = tm_sqltype_append(&bb.cols[c], &sc->out_schema.cols[c].type,
+                             sqlite3_column_value(sc->st, (int)c), err);
+    if (rc < 0) break;
+    n++;
+  }
+  tm_batch full;
+  tm_batch_init(&full);
+  if (rc == TM_OK && n == 0) rc = TM_ITEROVER;
+  if (rc == TM_OK) rc = tm_batch_builder_finish(&bb, &full, err);
+  tm_batch_builder_dispose(&bb);
+  if (rc < 0) return rc;
+  scb->stats.rows_read += full.n_rows;
+  if (sc->residual.n_terms == 0 && sc->n_cols == sc->n_proj) {
+    scb->stats.rows_out += full.n_rows;
+    tm_batch_move(out, &full);
+    return TM_OK;
+  }
+  uint8_t *keep = tm_calloc((size_t)(full.n_rows + 7) / 8 + 1, 1);
+  size_t *idx = tm_calloc(sc->n_proj + 1, sizeof *idx);
+  tm_batch kept;
+  tm_batch_init(&kept);
+  int64_t n_kept = 0;
+  if (!keep || !idx) rc = tm_error_nomem(err);
+  if (rc == TM_OK) rc = tm_predicate_eval(&sc->residual, &full, keep, &n_kept, err);
+  if (rc == TM_OK) rc = tm_batch_filter(&full, keep, &kept, err);
+  for (size_t i = 0; i < sc->n_proj; i++) idx[i] = i;
+  if (rc == TM_OK) rc = tm_batch_project(&kept, idx, sc->n_proj, out, err);
+  if (rc == TM_OK) scb->stats.rows_out += out->n_rows;
+  tm_batch_release(&kept);
+  tm_batch_release(&full);
+  tm_free(keep);
+  tm_free(idx);
+  return rc;
+}
+
+static void sq_scan_free(tm_engine_scan *scb) { scan_free((sq_scan *)scb); }
+
+static int sq_size_bytes(tm_engine *base, uint64_t *out, tm_error *err) {
+  (void)err;
+  sq_engine *e = sq_of(base);
+  uint64_t total = 0;
+  const char *sfx[] = {"", "-wal"};
+  for (size_t i = 0; i < 2; i++) {
+    char *p = tm_asprintf("%s%s", e->file, sfx[i]);
+    struct stat st;
+    if (p && stat(p, &st) == 0) total += (uint64_t)st.st_size;
+    tm_free(p);
+  }
+  *out = total;
+  return TM_OK;
+}
+
+static const tm_engine_vtable k_vtable = {
+    TM_ENGINE_VTABLE_VERSION,
+    TM_ENGINE_SQLITE,
+    (1u << TM_ENGINE_MEMORY) | (1u << TM_ENGINE_FILE),
+    sq_open,
+    sq_drop,
+    sq_close,
+    sq_begin,
+    sq_write,
+    sq_delete_where,
+    sq_delete_before,
+    sq_commit,
+    sq_abort,
+    sq_read_state,
+    sq_snapshot,
+    sq_snapshot_free,
+    sq_row_count,
+    sq_snapshot_state,
+    sq_bounds,
+    sq_scan_open,
+    sq_scan_next,
+    sq_scan_free,
+    sq_size_bytes,
+    NULL,
+};
+
+const tm_engine_vtable *tm_engine__sqlite_vtable(void) { return &k_vtable; }
