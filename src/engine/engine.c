@@ -197,7 +197,7 @@ int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_sche
   memset(&e->caps, 0, sizeof e->caps);
   e->caps.persistent = e->cfg.mode == TM_ENGINE_FILE;
   e->caps.conflict_rule =
-      vt->kind == TM_ENGINE_CAYENNE ? TM_CONFLICT_NEWEST_BY_TIME : TM_CONFLICT_ARRIVAL;
+      vt->kind == TM_ENGINE_CAYENNE ? TM_ENGINE_RULE_NEWEST_BY_TIME : TM_ENGINE_RULE_ARRIVAL;
   e->caps.on_conflict = e->cfg.on_conflict;
   e->caps.keyed = e->cfg.n_pk > 0;
   e->caps.zone_maps = vt->kind != TM_ENGINE_SQLITE;

@@ -72,10 +72,10 @@ typedef enum tm_on_conflict {
 } tm_on_conflict;
 
 /** How an engine resolves a repeated primary key (SPEC A8, section 3). */
-typedef enum tm_conflict_rule {
-  TM_CONFLICT_ARRIVAL = 0,   /* arrow, sqlite: on_conflict decides by arrival order */
-  TM_CONFLICT_NEWEST_BY_TIME /* cayenne: newest time_column wins; ties: later arrival */
-} tm_conflict_rule;
+typedef enum tm_engine_rule {
+  TM_ENGINE_RULE_ARRIVAL = 0,   /* arrow, sqlite: on_conflict decides by arrival order */
+  TM_ENGINE_RULE_NEWEST_BY_TIME /* cayenne: newest time_column wins; ties: later arrival */
+} tm_engine_rule;
 
 #define TM_ENGINE_OPTIONS_VERSION 1
 
@@ -118,7 +118,7 @@ typedef struct tm_engine_scan tm_engine_scan;
 
 typedef struct tm_engine_caps {
   bool persistent;               /* survives a restart (file mode) */
-  tm_conflict_rule conflict_rule;
+  tm_engine_rule conflict_rule;
   tm_on_conflict on_conflict;    /* resolved from the options (arrival engines) */
   bool keyed;                    /* a primary key was given */
   bool zone_maps;                /* column_bounds is constant time, scans prune segments */

@@ -49,17 +49,6 @@ bool tm_dataset_key_includes_time(const tm_dataset_def *d) {
   return false;
 }
 
-const char *tm_engine_kind_name(tm_engine_kind k) {
-  switch (k) {
-    case TM_ENGINE_CAYENNE: return "cayenne";
-    case TM_ENGINE_ARROW: return "arrow";
-    case TM_ENGINE_SQLITE: return "sqlite";
-  }
-  return "?";
-}
-
-const char *tm_engine_mode_name(tm_engine_mode m) { return m == TM_MODE_FILE ? "file" : "memory"; }
-
 const char *tm_refresh_mode_name(tm_refresh_mode m) {
   return m == TM_REFRESH_APPEND ? "append" : "full";
 }

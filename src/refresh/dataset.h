@@ -14,19 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/engine.h"
 #include "util/str.h"
 #include "util/time.h"
 
-typedef enum tm_engine_kind {
-  TM_ENGINE_CAYENNE = 0, /* default */
-  TM_ENGINE_ARROW,
-  TM_ENGINE_SQLITE
-} tm_engine_kind;
-
-typedef enum tm_engine_mode {
-  TM_MODE_MEMORY = 0,
-  TM_MODE_FILE
-} tm_engine_mode;
+/* tm_engine_kind and tm_engine_mode come from the engine layer (engine.h). */
+#define TM_MODE_MEMORY TM_ENGINE_MEMORY
+#define TM_MODE_FILE TM_ENGINE_FILE
 
 typedef enum tm_refresh_mode {
   TM_REFRESH_FULL = 0,
@@ -105,8 +99,6 @@ tm_conflict_rule tm_dataset_conflict_rule(const tm_dataset_def *d, const char *c
 /** Whether the primary key includes the time column (SPEC A9, B1, B4). */
 bool tm_dataset_key_includes_time(const tm_dataset_def *d);
 
-const char *tm_engine_kind_name(tm_engine_kind k);
-const char *tm_engine_mode_name(tm_engine_mode m);
 const char *tm_refresh_mode_name(tm_refresh_mode m);
 const char *tm_snapshots_mode_name(tm_snapshots_mode m);
 const char *tm_source_kind_name(tm_source_kind k);
