@@ -102,14 +102,15 @@ int tm_predicate_add_in(tm_predicate *p, const char *column, tm_type type,
   return TM_OK;
 }
 
+int tm_predicate_add_term(tm_predicate *dst, const tm_pred_term *t, tm_error *err) {
+  if (t->op <= TM_PRED_GE) return tm_predicate_add(dst, t->column, t->type, t->op, &t->value, err);
+  if (t->op == TM_PRED_IN)
+    return tm_predicate_add_in(dst, t->column, t->type, t->in_values, t->n_in, err);
+  return tm_predicate_add_null(dst, t->column, t->type, t->op == TM_PRED_IS_NULL, err);
+}
+
 int tm_predicate_copy(tm_predicate *dst, const tm_predicate *src, tm_error *err) {
-  for (size_t i = 0; i < src->n_terms; i++) {
-    const tm_pred_term *t = &src->terms[i];
-    if (t->op <= TM_PRED_GE) TM_TRY(tm_predicate_add(dst, t->column, t->type, t->op, &t->value, err));
-    else if (t->op == TM_PRED_IN)
-      TM_TRY(tm_predicate_add_in(dst, t->column, t->type, t->in_values, t->n_in, err));
-    else TM_TRY(tm_predicate_add_null(dst, t->column, t->type, t->op == TM_PRED_IS_NULL, err));
-  }
+  for (size_t i = 0; i < src->n_terms; i++) TM_TRY(tm_predicate_add_term(dst, &src->terms[i], err));
   return TM_OK;
 }
 

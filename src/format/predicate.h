@@ -60,6 +60,9 @@ int tm_predicate_add_in(tm_predicate *p, const char *column, tm_type type,
                         const tm_value *values, size_t n, tm_error *err) TM_WARN_UNUSED;
 int tm_predicate_copy(tm_predicate *dst, const tm_predicate *src, tm_error *err)
     TM_WARN_UNUSED;
+/** Appends a copy of one term (of another predicate). */
+int tm_predicate_add_term(tm_predicate *dst, const tm_pred_term *t, tm_error *err)
+    TM_WARN_UNUSED;
 /** Terms on one column (indices into p->terms), for readers that prune per column. */
 bool tm_predicate_has_column(const tm_predicate *p, const char *column);
 /** Text for logs and errors: `ts >= 1764472093500000 AND kind IN (...)`. */

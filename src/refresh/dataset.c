@@ -34,12 +34,12 @@ void tm_dataset_def_dispose(tm_dataset_def *d) {
   memset(d, 0, sizeof *d);
 }
 
-tm_conflict_rule tm_dataset_conflict_rule(const tm_dataset_def *d, const char *column) {
+tm_on_conflict tm_dataset_conflict_rule(const tm_dataset_def *d, const char *column) {
   for (size_t i = 0; i < d->acceleration.n_on_conflict; i++)
     if (strcmp(d->acceleration.on_conflict[i].column, column) == 0)
       return d->acceleration.on_conflict[i].rule;
   /* A key listed as a whole (e.g. "(a, b)": upsert) applies to each of its columns. */
-  return TM_CONFLICT_DROP;
+  return TM_ON_CONFLICT_DROP;
 }
 
 bool tm_dataset_key_includes_time(const tm_dataset_def *d) {

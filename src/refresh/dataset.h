@@ -18,19 +18,10 @@
 #include "util/str.h"
 #include "util/time.h"
 
-/* tm_engine_kind and tm_engine_mode come from the engine layer (engine.h). */
-#define TM_MODE_MEMORY TM_ENGINE_MEMORY
-#define TM_MODE_FILE TM_ENGINE_FILE
-
 typedef enum tm_refresh_mode {
   TM_REFRESH_FULL = 0,
   TM_REFRESH_APPEND
 } tm_refresh_mode;
-
-typedef enum tm_conflict_rule {
-  TM_CONFLICT_DROP = 0, /* default: keep the stored row */
-  TM_CONFLICT_UPSERT    /* keep the arriving row */
-} tm_conflict_rule;
 
 typedef enum tm_snapshots_mode {
   TM_SNAPSHOTS_DISABLED = 0,
@@ -50,7 +41,7 @@ typedef enum tm_source_kind {
 
 typedef struct tm_conflict_def {
   char *column;          /* owned; a primary key column */
-  tm_conflict_rule rule;
+  tm_on_conflict rule;   /* drop (default) or upsert */
 } tm_conflict_def;
 
 typedef struct tm_acceleration_def {
@@ -94,8 +85,8 @@ typedef struct tm_dataset_def {
 void tm_dataset_def_init(tm_dataset_def *d);
 void tm_dataset_def_dispose(tm_dataset_def *d);
 
-/** The conflict rule of a primary-key column (drop when not listed). */
-tm_conflict_rule tm_dataset_conflict_rule(const tm_dataset_def *d, const char *column);
+/** The on_conflict rule of a primary-key column (drop when not listed). */
+tm_on_conflict tm_dataset_conflict_rule(const tm_dataset_def *d, const char *column);
 /** Whether the primary key includes the time column (SPEC A9, B1, B4). */
 bool tm_dataset_key_includes_time(const tm_dataset_def *d);
 

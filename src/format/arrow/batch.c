@@ -660,6 +660,32 @@ int tm_batch_builder_finish(tm_batch_builder *bb, tm_batch *out, tm_error *err) 
   return rc;
 }
 
+int tm_batch_take_column(tm_batch *b, size_t i, struct ArrowArray *out, tm_error *err) {
+  if (!b->array.release || i >= (size_t)b->array.n_children)
+    return tm_error_set(err, TM_EINVALID, "no column %zu to take", i);
+  struct ArrowArray *child = b->array.children[i];
+  if (!child->release) return tm_error_set(err, TM_EINVALID, "column %zu was already taken", i);
+  *out = *child;
+  child->release = NULL; /* release_struct skips released children */
+  return TM_OK;
+}
+
+int tm_array_make_constant(tm_type t, const tm_value *v, int64_t n, struct ArrowArray *out,
+                           tm_error *err) {
+  tm_colbuilder cb;
+  tm_colbuilder_init(&cb, t, 0);
+  int rc = tm_colbuilder_reserve(&cb, n, tm_type_is_var(&t) && v && !v->is_null ? v->v.s.len * (size_t)n : 0, err);
+  for (int64_t k = 0; k < n && rc == TM_OK; k++)
+    rc = (!v || v->is_null) ? tm_colbuilder_append_null(&cb, err) : tm_colbuilder_append_value(&cb, v, err);
+  if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, out, err);
+  tm_colbuilder_dispose(&cb);
+  return rc;
+}
+
+int tm_array_make_nulls(tm_type t, int64_t n, struct ArrowArray *out, tm_error *err) {
+  return tm_array_make_constant(t, NULL, n, out, err);
+}
+
 int tm_batch_filter(const tm_batch *in, const uint8_t *keep, tm_batch *out, tm_error *err) {
   tm_batch_builder bb;
   TM_TRY(tm_batch_builder_init(&bb, &in->schema, err));

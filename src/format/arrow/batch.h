@@ -185,6 +185,20 @@ int tm_batch_from_arrays(tm_batch *out, const tm_schema *schema, struct ArrowArr
                          int64_t n_rows, tm_error *err) TM_WARN_UNUSED;
 
 /**
+ * Moves column i of b into *out (owned by the caller, released through its
+ * callback). b keeps a released placeholder in that slot: do not read
+ * column i of b again. For zero-copy re-assembly with tm_batch_from_arrays.
+ */
+int tm_batch_take_column(tm_batch *b, size_t i, struct ArrowArray *out, tm_error *err)
+    TM_WARN_UNUSED;
+/** An array of n NULLs of type t (owned by the caller). */
+int tm_array_make_nulls(tm_type t, int64_t n, struct ArrowArray *out, tm_error *err)
+    TM_WARN_UNUSED;
+/** An array of n copies of v (of type t; NULL allowed), owned by the caller. */
+int tm_array_make_constant(tm_type t, const tm_value *v, int64_t n, struct ArrowArray *out,
+                           tm_error *err) TM_WARN_UNUSED;
+
+/**
  * Copies the rows of in whose bit is set in keep (n_rows bits) into out
  * (empty). Column order and types are kept.
  */

@@ -546,15 +546,15 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
     path_pop(c, old);
     TM_TRY(rc);
   }
-  if (!mode_given) a->mode = a->engine == TM_ENGINE_CAYENNE ? TM_MODE_FILE : TM_MODE_MEMORY;
-  if (a->engine == TM_ENGINE_CAYENNE && a->mode == TM_MODE_MEMORY) {
+  if (!mode_given) a->mode = a->engine == TM_ENGINE_CAYENNE ? TM_ENGINE_FILE : TM_ENGINE_MEMORY;
+  if (a->engine == TM_ENGINE_CAYENNE && a->mode == TM_ENGINE_MEMORY) {
     size_t old = path_push_key(c, "mode");
     int rc = fail(c, lookup(c, n, "mode"),
                   "engine cayenne supports mode file only (use engine arrow for memory)");
     path_pop(c, old);
     return rc;
   }
-  if (a->engine == TM_ENGINE_ARROW && a->mode == TM_MODE_FILE) {
+  if (a->engine == TM_ENGINE_ARROW && a->mode == TM_ENGINE_FILE) {
     size_t old = path_push_key(c, "mode");
     int rc = fail(c, lookup(c, n, "mode"),
                   "engine arrow supports mode memory only (use cayenne or sqlite for file)");
@@ -601,7 +601,7 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
         }
         a->on_conflict = grown;
         a->on_conflict[a->n_on_conflict].column = cols[i];
-        a->on_conflict[a->n_on_conflict].rule = (tm_conflict_rule)e;
+        a->on_conflict[a->n_on_conflict].rule = (tm_on_conflict)e;
         a->n_on_conflict++;
         cols[i] = NULL;
       }
@@ -703,7 +703,7 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
       path_pop(c, old);
       return rc;
     }
-    if (a->snapshots != TM_SNAPSHOTS_DISABLED && a->mode != TM_MODE_FILE) {
+    if (a->snapshots != TM_SNAPSHOTS_DISABLED && a->mode != TM_ENGINE_FILE) {
       size_t old = path_push_key(c, "acceleration.snapshots");
       int rc = fail(c, lookup(c, acc, "snapshots"),
                     "acceleration snapshots need mode file (this dataset is in memory)");

@@ -73,7 +73,7 @@ TM_TEST(config_full_example_loads) {
   const tm_acceleration_def *a = &ev->acceleration;
   TM_ASSERT(a->enabled);
   TM_ASSERT_INT_EQ(a->engine, TM_ENGINE_CAYENNE);
-  TM_ASSERT_INT_EQ(a->mode, TM_MODE_FILE);
+  TM_ASSERT_INT_EQ(a->mode, TM_ENGINE_FILE);
   TM_ASSERT_INT_EQ(a->refresh_mode, TM_REFRESH_APPEND);
   TM_ASSERT_INT_EQ(a->refresh_check_interval_ms, 10000);
   TM_ASSERT(a->has_overlap);
@@ -81,8 +81,8 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT_INT_EQ(a->refresh_retry_max_attempts, 10);
   TM_ASSERT_INT_EQ(a->n_primary_key, 2);
   TM_ASSERT_STR_EQ(a->primary_key[1], "region");
-  TM_ASSERT_INT_EQ(tm_dataset_conflict_rule(ev, "id"), TM_CONFLICT_UPSERT);
-  TM_ASSERT_INT_EQ(tm_dataset_conflict_rule(ev, "region"), TM_CONFLICT_UPSERT);
+  TM_ASSERT_INT_EQ(tm_dataset_conflict_rule(ev, "id"), TM_ON_CONFLICT_UPSERT);
+  TM_ASSERT_INT_EQ(tm_dataset_conflict_rule(ev, "region"), TM_ON_CONFLICT_UPSERT);
   TM_ASSERT(!tm_dataset_key_includes_time(ev));
   TM_ASSERT_INT_EQ(a->retention_period_ms, 30LL * 86400000);
   TM_ASSERT_INT_EQ(a->snapshots, TM_SNAPSHOTS_ENABLED);
@@ -108,9 +108,9 @@ TM_TEST(config_defaults) {
                      "  - from: file:y\n    name: b\n    acceleration: {}\n";
   TM_ASSERT_OK(tm_config_load_text(&cfg, text, strlen(text), "inline.yaml", "/tmp", &err), &err);
   const tm_dataset_def *a = &cfg.datasets[0], *b = &cfg.datasets[1];
-  TM_ASSERT_INT_EQ(a->acceleration.mode, TM_MODE_MEMORY);
+  TM_ASSERT_INT_EQ(a->acceleration.mode, TM_ENGINE_MEMORY);
   TM_ASSERT_INT_EQ(b->acceleration.engine, TM_ENGINE_CAYENNE);
-  TM_ASSERT_INT_EQ(b->acceleration.mode, TM_MODE_FILE);
+  TM_ASSERT_INT_EQ(b->acceleration.mode, TM_ENGINE_FILE);
   TM_ASSERT_INT_EQ(b->acceleration.refresh_mode, TM_REFRESH_FULL);
   TM_ASSERT(b->acceleration.refresh_retry_enabled);
   TM_ASSERT_INT_EQ(b->acceleration.refresh_retry_max_attempts, -1);
