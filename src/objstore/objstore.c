@@ -229,9 +229,12 @@ static int to_growing(const void *data, size_t len, void *payload, tm_error *err
 int tm_objstore_read_all(tm_objstore *s, const char *key, size_t limit, char **out,
                          size_t *len_out, tm_error *err) {
   grow_sink g = {TM_BUF_INIT(limit), key, limit};
-  /* One byte more than the limit tells "exactly limit" from "too large". */
-  uint64_t want = limit >= UINT64_MAX - 1 ? TM_OBJ_TO_END : (uint64_t)limit + 1;
-  int rc = tm_objstore_get(s, key, 0, want, to_growing, &g, err);
+  /*
+   * The whole object, not a range: the sink stops the transfer at the first
+   * byte past the limit. (A range would also make S3 answer 416 for an
+   * empty object.)
+   */
+  int rc = tm_objstore_get(s, key, 0, TM_OBJ_TO_END, to_growing, &g, err);
   if (rc < 0) {
     tm_buf_dispose(&g.buf);
     return rc;

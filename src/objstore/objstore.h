@@ -286,4 +286,57 @@ int tm_objstore_check_key(const char *key, bool is_prefix, tm_error *err) TM_WAR
 /** Joins a prefix and a relative key with one '/' ("" prefix: the key). Result: tm_free. */
 char *tm_objstore_join(const char *prefix, const char *rel);
 
+/* ---- the URL front door ---------------------------------------------------- */
+
+/*
+ * URLs (SPEC §4):
+ *   file:PATH, file://PATH     a local path (absolute, or relative to the
+ *                              current folder); the store is rooted at the
+ *                              folder holding the last path component, which
+ *                              is the prefix: file:/data/events gives the
+ *                              store file:/data and prefix "events";
+ *                              file:/data/events/ gives file:/data/events
+ *                              and ""
+ *   s3://BUCKET[/PREFIX]       an S3-compatible bucket; s3a:// is an alias
+ *   mem://NAME[/PREFIX]        an in-memory store (tests); every mem:// URL
+ *                              opens a new, empty store
+ *
+ * Params (strings, as in a dataset's `params`; SPEC §4):
+ *   s3_endpoint       http[s]://host[:port] of an S3-compatible server
+ *                     (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or
+ *                     AWS itself); an endpoint means path-style addressing
+ *   s3_region         default AWS_REGION, AWS_DEFAULT_REGION, us-east-1
+ *   s3_key, s3_secret default AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY;
+ *                     neither set: unsigned (anonymous) requests
+ *   s3_session_token  default AWS_SESSION_TOKEN (only with env credentials)
+ *   s3_url_style      path | virtual (default: path with an endpoint,
+ *                     virtual-hosted without)
+ *   allow_http        true to allow a plain http:// endpoint (refused otherwise)
+ * Other params are ignored, except an unknown name that starts with "s3_",
+ * which is TM_EINVALID (a typo would otherwise go unnoticed).
+ */
+
+/**
+ * Opens the store a URL names and returns it with the key prefix the URL
+ * points at ("" for a whole bucket), as written: no '/' is added or removed,
+ * so a caller that means a folder lists prefix + "/".
+ * params may be NULL. The caller owns *store_out (tm_objstore_free) and
+ * *prefix_out (tm_free). TM_EINVALID for a malformed URL or param,
+ * TM_EUNSUPPORTED for another scheme. Opening does not contact the store.
+ */
+int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char *url,
+                         const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
+
+/** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, mem). */
+bool tm_objstore_url_supported(const char *url);
+
+/**
+ * Copies into out (initialised by the caller) every param whose name starts
+ * with prefix, with the prefix removed: prefix "iceberg_" turns
+ * iceberg_s3_endpoint into s3_endpoint. Params without the prefix are not
+ * copied. For sources whose params configure several stores.
+ */
+int tm_objstore_params_pick(tm_kv *out, const tm_kv *params, const char *prefix, tm_error *err)
+    TM_WARN_UNUSED;
+
 #endif

@@ -29,4 +29,8 @@ void tm_objstore__dispose(tm_objstore *s);
 int tm_objstore__open_range_input(tm_objstore *s, const char *key, uint64_t size,
                                   tm_input **out, tm_error *err) TM_WARN_UNUSED;
 
+/** Parses a boolean param value (true/false, yes/no, 1/0); TM_EINVALID naming the param. */
+int tm_objstore__param_bool(const char *name, const char *value, bool *out, tm_error *err)
+    TM_WARN_UNUSED;
+
 #endif

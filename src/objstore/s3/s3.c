@@ -1,0 +1,434 @@
+/*
+ * s3.c - the S3 object store: the objstore vtable over signed HTTP requests
+ * (objstore layer, s3 backend). See s3.h for behaviour and errors,
+ * s3_http.c for requests and retries, s3_xml.c for listings.
+ *
+ *   stat    HEAD key (404: absent); size from Content-Length, time from
+ *           Last-Modified (whole seconds, as HTTP dates are)
+ *   list    ListObjectsV2 (list-type=2, encoding-type=url), following
+ *           NextContinuationToken; every key must carry the prefix and
+ *           come after the previous one, which also stops a server that
+ *           sends the same page forever
+ *   get     GET with Range (none for a whole object); 416 = past the end
+ *   put     one PUT with the body's SHA-256 signed; If-None-Match: * for
+ *           create-only puts; a single PUT is atomic on S3
+ *   delete  DELETE (404 is fine)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "objstore/s3/s3_int.h"
+#include "util/alloc.h"
+#include "util/str.h"
+
+#define MAX_PUT ((uint64_t)5 * 1024 * 1024 * 1024) /* S3's single-PUT limit */
+
+static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
+static CURLcode g_curl_init_rc;
+
+static void curl_init_once(void) { g_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void tm_s3_options_init(tm_s3_options *o) {
+  memset(o, 0, sizeof *o);
+  o->version = TM_S3_OPTIONS_VERSION;
+  o->max_retries = 4;
+  o->retry_base_ms = 200;
+  o->retry_max_ms = 5000;
+  o->connect_timeout_ms = 10000;
+  o->request_timeout_ms = 0;
+  o->stall_timeout_ms = 30000;
+  o->max_idle_handles = 16;
+}
+
+static int s3_stat(tm_objstore *base, const char *key, tm_obj_stat *out, tm_error *err) {
+  tm_s3_store *s = (tm_s3_store *)base;
+  tm_s3_req req = {0};
+  req.method = "HEAD";
+  req.key = key;
+  static const long ok[] = {404};
+  tm_s3_resp resp;
+  TM_TRY(tm_s3__perform(s, &req, ok, 1, &resp, err));
+  if (resp.status == 404) {
+    out->exists = false;
+    return TM_OK;
+  }
+  if (!resp.has_content_length)
+    return TM_CORRUPT(err, "s3://%s/%s: HEAD response without Content-Length", s->bucket, key);
+  out->exists = true;
+  out->size = resp.content_length;
+  out->mtime_ms = resp.mtime_ms >= 0 ? resp.mtime_ms : 0;
+  return TM_OK;
+}
+
+static int s3_list(tm_objstore *base, const char *prefix, tm_objstore_list_fn fn, void *payload,
+                   tm_error *err) {
+  tm_s3_store *s = (tm_s3_store *)base;
+  size_t lp = strlen(prefix);
+  tm_buf body = TM_BUF_INIT(TM_S3_XML_MAX);
+  char *token = NULL, *last_key = NULL;
+  int rc = TM_OK;
+  for (;;) {
+    tm_sigv4_kv q[4];
+    size_t nq = 0;
+    q[nq++] = (tm_sigv4_kv){"list-type", "2"};
+    q[nq++] = (tm_sigv4_kv){"encoding-type", "url"};
+    if (lp) q[nq++] = (tm_sigv4_kv){"prefix", prefix};
+    if (token) q[nq++] = (tm_sigv4_kv){"continuation-token", token};
+    tm_s3_req req = {0};
+    req.method = "GET";
+    req.query = q;
+    req.n_query = nq;
+    req.body_out = &body;
+    tm_s3_resp resp;
+    rc = tm_s3__perform(s, &req, NULL, 0, &resp, err);
+    if (rc < 0) break;
+    tm_s3_list_page page;
+    tm_s3_list_page_init(&page);
+    rc = tm_s3__parse_list(&page, body.ptr ? body.ptr : "", body.len, err);
+    if (rc < 0) tm_error_prefix(err, "listing s3://%s/%s", s->bucket, prefix);
+    for (size_t i = 0; rc == TM_OK && i < page.items.len; i++) {
+      const tm_obj_info *it = &page.items.items[i];
+      if (strncmp(it->key, prefix, lp) != 0) {
+        rc = TM_CORRUPT(err, "listing s3://%s/%s: the server returned key '%s' outside the prefix",
+                        s->bucket, prefix, it->key);
+      } else if (last_key && strcmp(it->key, last_key) <= 0) {
+        rc = TM_CORRUPT(err, "listing s3://%s/%s: key '%s' is not after '%s'", s->bucket, prefix,
+                        it->key, last_key);
+      } else {
+        rc = fn(it, payload);
+        tm_free(last_key);
+        last_key = tm_strdup(it->key);
+        if (!last_key && rc == TM_OK) rc = tm_error_nomem(err);
+      }
+    }
+    bool more = page.truncated;
+    char *next = page.next_token;
+    page.next_token = NULL;
+    tm_s3_list_page_dispose(&page);
+    if (rc < 0 || rc == TM_ITEROVER || !more) {
+      tm_free(next);
+      break;
+    }
+    if (token && strcmp(token, next) == 0) {
+      tm_free(next);
+      rc = TM_CORRUPT(err, "listing s3://%s/%s: the server repeated a continuation token",
+                      s->bucket, prefix);
+      break;
+    }
+    tm_free(token);
+    token = next;
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  tm_free(token);
+  tm_free(last_key);
+  tm_buf_dispose(&body);
+  return rc;
+}
+
+static int s3_get(tm_objstore *base, const char *key, uint64_t off, uint64_t len,
+                  tm_objstore_sink_fn sink, void *payload, tm_error *err) {
+  tm_s3_store *s = (tm_s3_store *)base;
+  tm_s3_req req = {0};
+  req.method = "GET";
+  req.key = key;
+  req.off = off;
+  req.len = len;
+  req.sink = sink;
+  req.sink_payload = payload;
+  static const long ok[] = {416}; /* a range starting at or past the end */
+  tm_s3_resp resp;
+  return tm_s3__perform(s, &req, ok, 1, &resp, err);
+}
+
+static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned flags,
+                  tm_error *err) {
+  tm_s3_store *s = (tm_s3_store *)base;
+  uint64_t size = 0;
+  TM_TRY(tm_input_size(body, &size, err));
+  if (size > MAX_PUT)
+    return tm_error_set(err, TM_ETOOLARGE,
+                        "s3://%s/%s: %llu bytes is over the 5 GiB of a single PUT (multipart "
+                        "upload is not implemented)",
+                        s->bucket, key, (unsigned long long)size);
+  char sha[TM_SHA256_HEX_LEN + 1];
+  TM_TRY(tm_sha256__hex_input(sha, body, err));
+  tm_s3_req req = {0};
+  req.method = "PUT";
+  req.key = key;
+  req.upload = body;
+  req.upload_len = size;
+  req.upload_sha256 = sha;
+  req.if_none_match = (flags & TM_OBJ_PUT_IF_ABSENT) ? "*" : NULL;
+  tm_s3_resp resp;
+  return tm_s3__perform(s, &req, NULL, 0, &resp, err);
+}
+
+static int s3_del(tm_objstore *base, const char *key, tm_error *err) {
+  tm_s3_store *s = (tm_s3_store *)base;
+  tm_s3_req req = {0};
+  req.method = "DELETE";
+  req.key = key;
+  static const long ok[] = {404};
+  tm_s3_resp resp;
+  return tm_s3__perform(s, &req, ok, 1, &resp, err);
+}
+
+static void s3_free(tm_objstore *base) {
+  tm_s3_store *s = (tm_s3_store *)base;
+  for (int i = 0; i < s->n_idle; i++) curl_easy_cleanup(s->idle[i]);
+  if (s->share) curl_share_cleanup(s->share);
+  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&s->share_locks[i]);
+  pthread_mutex_destroy(&s->pool_lock);
+  if (s->secret_key) memset(s->secret_key, 0, strlen(s->secret_key));
+  tm_free(s->bucket);
+  tm_free(s->host);
+  tm_free(s->path_prefix);
+  tm_free(s->endpoint_desc);
+  tm_free(s->region);
+  tm_free(s->access_key);
+  tm_free(s->secret_key);
+  tm_free(s->session_token);
+  tm_objstore__dispose(base);
+  tm_free(s);
+}
+
+static const tm_objstore_vtable k_s3_vt =
+    TM_OBJSTORE_VTABLE_INIT("s3", s3_stat, s3_list, s3_get, s3_put, s3_del, NULL, s3_free);
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *userp) {
+  TM_UNUSED(h);
+  TM_UNUSED(access);
+  tm_s3_store *s = userp;
+  if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) pthread_mutex_lock(&s->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *userp) {
+  TM_UNUSED(h);
+  tm_s3_store *s = userp;
+  if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) pthread_mutex_unlock(&s->share_locks[data]);
+}
+
+static bool valid_bucket(const char *b) {
+  size_t n = strlen(b);
+  if (n == 0 || n > 255) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = b[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '.' || c == '-' || c == '_'))
+      return false;
+  }
+  return true;
+}
+
+static char *dup_or_null(const char *s) { return s && *s ? tm_strdup(s) : NULL; }
+
+/*
+ * Splits an endpoint "http[s]://authority[/base]" into its parts.
+ * *authority_out and *base_out (no trailing '/'; "" when absent): tm_free.
+ */
+static int parse_endpoint(const char *ep, bool allow_http, bool *https_out, char **authority_out,
+                          char **base_out, tm_error *err) {
+  const char *rest;
+  bool https;
+  if (strncmp(ep, "https://", 8) == 0) {
+    https = true;
+    rest = ep + 8;
+  } else if (strncmp(ep, "http://", 7) == 0) {
+    https = false;
+    rest = ep + 7;
+  } else {
+    return tm_error_set(err, TM_EINVALID,
+                        "s3_endpoint '%s' must start with https:// (or http:// with allow_http)",
+                        ep);
+  }
+  if (!https && !allow_http)
+    return tm_error_set(err, TM_EINVALID,
+                        "s3_endpoint '%s' is plain http; set allow_http: true to allow it", ep);
+  size_t alen = strcspn(rest, "/");
+  if (alen == 0) return tm_error_set(err, TM_EINVALID, "s3_endpoint '%s' has no host", ep);
+  for (const char *p = ep; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c <= ' ' || c == 0x7f || c == '?' || c == '#' || c == '\\')
+      return tm_error_set(err, TM_EINVALID, "s3_endpoint '%s' has a '%c'", ep, c > ' ' ? c : '?');
+  }
+  if (memchr(rest, '@', alen))
+    return tm_error_set(err, TM_EINVALID,
+                        "s3_endpoint '%s': credentials belong in s3_key and s3_secret", ep);
+  char *authority = tm_strndup(rest, alen);
+  const char *base = rest + alen;
+  size_t blen = strlen(base);
+  while (blen > 0 && base[blen - 1] == '/') blen--;
+  char *b = tm_strndup(base, blen);
+  if (!authority || !b) {
+    tm_free(authority);
+    tm_free(b);
+    return tm_error_nomem(err);
+  }
+  for (char *p = authority; *p; p++)
+    if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+  *https_out = https;
+  *authority_out = authority;
+  *base_out = b;
+  return TM_OK;
+}
+
+int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err) {
+  if (!o || o->version != TM_S3_OPTIONS_VERSION)
+    return tm_error_set(err, TM_EINVALID, "s3 store: options version mismatch");
+  if (!o->bucket || !valid_bucket(o->bucket))
+    return tm_error_set(err, TM_EINVALID, "s3 store: invalid bucket name '%s'",
+                        o->bucket ? o->bucket : "");
+  bool has_key = o->access_key && *o->access_key, has_secret = o->secret_key && *o->secret_key;
+  if (has_key != has_secret)
+    return tm_error_set(err, TM_EINVALID, "s3 store for bucket '%s': %s", o->bucket,
+                        has_key ? "s3_key is set but s3_secret is not"
+                                : "s3_secret is set but s3_key is not");
+  if (o->max_retries < 0 || o->max_retries > 100 || o->retry_base_ms < 0 ||
+      o->retry_max_ms < o->retry_base_ms || o->connect_timeout_ms <= 0 ||
+      o->request_timeout_ms < 0 || o->stall_timeout_ms <= 0 || o->max_idle_handles < 0)
+    return tm_error_set(err, TM_EINVALID, "s3 store: invalid retry or timeout options");
+  pthread_once(&g_curl_once, curl_init_once);
+  if (g_curl_init_rc != CURLE_OK)
+    return tm_error_set(err, TM_ERROR, "libcurl initialisation failed: %s",
+                        curl_easy_strerror(g_curl_init_rc));
+
+  const char *region = o->region && *o->region ? o->region : "us-east-1";
+  bool https = true;
+  char *authority = NULL, *basepath = NULL;
+  int rc;
+  if (o->endpoint && *o->endpoint) {
+    TM_TRY(parse_endpoint(o->endpoint, o->allow_http, &https, &authority, &basepath, err));
+  } else {
+    authority = tm_asprintf("s3.%s.amazonaws.com", region);
+    basepath = tm_strdup("");
+    if (!authority || !basepath) {
+      tm_free(authority);
+      tm_free(basepath);
+      return tm_error_nomem(err);
+    }
+  }
+  tm_s3_url_style style = o->url_style;
+  if (style == TM_S3_URL_AUTO)
+    style = (o->endpoint && *o->endpoint) || strchr(o->bucket, '.') ? TM_S3_URL_PATH
+                                                                    : TM_S3_URL_VIRTUAL;
+  tm_s3_store *s = tm_calloc(1, sizeof *s);
+  char *name = tm_asprintf("s3://%s", o->bucket);
+  if (!s || !name) {
+    tm_free(s);
+    tm_free(name);
+    tm_free(authority);
+    tm_free(basepath);
+    return tm_error_nomem(err);
+  }
+  pthread_mutex_init(&s->pool_lock, NULL);
+  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&s->share_locks[i], NULL);
+  rc = tm_objstore__init(&s->base, &k_s3_vt, name, err);
+  tm_free(name);
+  if (rc < 0) {
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&s->share_locks[i]);
+    pthread_mutex_destroy(&s->pool_lock);
+    tm_free(s);
+    tm_free(authority);
+    tm_free(basepath);
+    return rc;
+  }
+  s->opts = *o;
+  s->opts.bucket = s->opts.endpoint = s->opts.region = NULL;
+  s->opts.access_key = s->opts.secret_key = s->opts.session_token = NULL;
+  s->https = https;
+  s->bucket = tm_strdup(o->bucket);
+  s->region = tm_strdup(region);
+  s->endpoint_desc = tm_asprintf("%s://%s%s", https ? "https" : "http", authority, basepath);
+  if (style == TM_S3_URL_VIRTUAL) {
+    s->host = tm_asprintf("%s.%s", o->bucket, authority);
+    s->path_prefix = tm_strdup(basepath);
+  } else {
+    s->host = tm_strdup(authority);
+    s->path_prefix = tm_asprintf("%s/%s", basepath, o->bucket);
+  }
+  s->access_key = dup_or_null(o->access_key);
+  s->secret_key = dup_or_null(o->secret_key);
+  s->session_token = dup_or_null(o->session_token);
+  s->share = curl_share_init();
+  tm_free(authority);
+  tm_free(basepath);
+  if (!s->bucket || !s->region || !s->endpoint_desc || !s->host || !s->path_prefix ||
+      (has_key && (!s->access_key || !s->secret_key)) ||
+      (o->session_token && *o->session_token && !s->session_token) || !s->share) {
+    s3_free(&s->base);
+    return tm_error_nomem(err);
+  }
+  curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
+  curl_share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+  curl_share_setopt(s->share, CURLSHOPT_USERDATA, s);
+  curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+  curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  *out = &s->base;
+  return TM_OK;
+}
+
+uint64_t tm_objstore_s3_connections(tm_objstore *base) {
+  if (base->vt != &k_s3_vt) return 0;
+  return __atomic_load_n(&((tm_s3_store *)base)->connections, __ATOMIC_RELAXED);
+}
+
+/* ---- params ---- */
+
+static const char *const k_s3_params[] = {"s3_endpoint", "s3_region",        "s3_key",
+                                          "s3_secret",   "s3_session_token", "s3_url_style"};
+
+static const char *param(const tm_kv *params, const char *name) {
+  const char *v = params ? tm_kv_get(params, name) : NULL;
+  return v && *v ? v : NULL;
+}
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
+                                   tm_error *err) {
+  for (size_t i = 0; params && i < params->len; i++) {
+    const char *k = params->items[i].key;
+    if (strncmp(k, "s3_", 3) != 0) continue;
+    bool known = false;
+    for (size_t j = 0; j < sizeof k_s3_params / sizeof k_s3_params[0]; j++)
+      known = known || strcmp(k, k_s3_params[j]) == 0;
+    if (!known)
+      return tm_error_set(err, TM_EINVALID,
+                          "unknown param '%s' (s3 params: s3_endpoint, s3_region, s3_key, "
+                          "s3_secret, s3_session_token, s3_url_style, allow_http)",
+                          k);
+  }
+  tm_s3_options o;
+  tm_s3_options_init(&o);
+  o.bucket = bucket;
+  o.endpoint = param(params, "s3_endpoint");
+  if (!o.endpoint) o.endpoint = env("AWS_ENDPOINT_URL_S3");
+  if (!o.endpoint) o.endpoint = env("AWS_ENDPOINT_URL");
+  o.region = param(params, "s3_region");
+  if (!o.region) o.region = env("AWS_REGION");
+  if (!o.region) o.region = env("AWS_DEFAULT_REGION");
+  o.access_key = param(params, "s3_key");
+  o.secret_key = param(params, "s3_secret");
+  o.session_token = param(params, "s3_session_token");
+  if (!o.access_key && !o.secret_key) {
+    o.access_key = env("AWS_ACCESS_KEY_ID");
+    o.secret_key = env("AWS_SECRET_ACCESS_KEY");
+    if (!o.session_token) o.session_token = env("AWS_SESSION_TOKEN");
+  }
+  const char *allow = param(params, "allow_http");
+  if (allow) TM_TRY(tm_objstore__param_bool("allow_http", allow, &o.allow_http, err));
+  const char *style = param(params, "s3_url_style");
+  if (style) {
+    if (strcmp(style, "path") == 0) o.url_style = TM_S3_URL_PATH;
+    else if (strcmp(style, "virtual") == 0 || strcmp(style, "vhost") == 0)
+      o.url_style = TM_S3_URL_VIRTUAL;
+    else
+      return tm_error_set(err, TM_EINVALID, "param s3_url_style: '%s' is not path or virtual",
+                          style);
+  }
+  return tm_objstore_s3_new(out, &o, err);
+}

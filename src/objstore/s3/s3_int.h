@@ -1,0 +1,194 @@
+/*
+ * s3_int.h - internals of the S3 backend (objstore layer, private to
+ * src/objstore/s3/ and its tests and fuzz target).
+ *
+ *   sigv4.c   AWS Signature Version 4: canonical request, string to sign,
+ *             signing key, Authorization header (OpenSSL SHA-256/HMAC)
+ *   s3_xml.c  a small bounded XML scanner for the two documents S3 sends
+ *             us: ListObjectsV2 results and error bodies
+ *   s3_http.c one signed HTTP request through libcurl, with a shared
+ *             connection pool, retries and error mapping
+ *   s3.c      the objstore vtable on top of those
+ *
+ * What the XML scanner trusts (nothing; responses are hostile input):
+ *   - the whole document is in memory, at most TM_S3_XML_MAX bytes;
+ *   - elements nest at most 16 deep, names are at most 64 bytes, the text
+ *     of one element at most TM_S3_XML_TEXT_MAX bytes after decoding;
+ *   - start and end tags must match; the five predefined entities and
+ *     numeric character references (1..0x10FFFF, not surrogates) are
+ *     decoded; CDATA is copied; comments and <?...?> are skipped;
+ *     <!DOCTYPE> is refused (no entity expansion, ever);
+ *   - namespace prefixes on element names are ignored ("s3:Key" is Key);
+ *   - in a listing, every <Contents> needs Key, Size (a decimal uint64)
+ *     and LastModified (RFC 3339); a truncated page needs a non-empty
+ *     NextContinuationToken; keys are URL-decoded only when the document
+ *     says <EncodingType>url</EncodingType>.
+ */
+#ifndef TM_OBJSTORE_S3_S3_INT_H
+#define TM_OBJSTORE_S3_S3_INT_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objstore/objstore_int.h"
+#include "objstore/s3/s3.h"
+#include "util/buf.h"
+
+/* ---- SigV4 ------------------------------------------------------------------ */
+
+#define TM_SHA256_HEX_LEN 64
+/** SHA-256 of the empty string, the payload hash of bodiless requests. */
+#define TM_SHA256_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+typedef struct tm_sigv4_kv {
+  const char *name;
+  const char *value;
+} tm_sigv4_kv;
+
+/** One request to sign. Strings are not copied and need not outlive the call. */
+typedef struct tm_sigv4_request {
+  const char *method;         /* "GET", "PUT", ... */
+  const char *path;           /* raw (not percent-encoded) path, starting with '/' */
+  const tm_sigv4_kv *query;   /* raw names and values; n_query of them, any order */
+  size_t n_query;
+  const tm_sigv4_kv *headers; /* every header to sign (host and x-amz-date included) */
+  size_t n_headers;
+  const char *payload_hash;   /* lowercase hex SHA-256 of the body, or "UNSIGNED-PAYLOAD" */
+  const char *amz_date;       /* YYYYMMDD'T'HHMMSS'Z', the x-amz-date value */
+  const char *region;         /* "us-east-1" */
+  const char *service;        /* "s3" */
+  const char *access_key;
+  const char *secret_key;
+} tm_sigv4_request;
+
+/**
+ * Percent-encodes s (len bytes) as SigV4 requires: A-Z a-z 0-9 - _ . ~ stay,
+ * every other byte becomes %XX (uppercase hex); '/' stays when keep_slash.
+ */
+int tm_sigv4__uri_encode(tm_buf *out, const char *s, size_t len, bool keep_slash,
+                         tm_error *err) TM_WARN_UNUSED;
+/** The canonical query string: encoded pairs sorted by name then value, '&'-joined. */
+int tm_sigv4__canonical_query(tm_buf *out, const tm_sigv4_kv *query, size_t n, tm_error *err)
+    TM_WARN_UNUSED;
+/** The canonical request (task 1 of the signing process). */
+int tm_sigv4__canonical_request(tm_buf *out, const tm_sigv4_request *req, tm_error *err)
+    TM_WARN_UNUSED;
+/** The string to sign for a canonical request (task 2). */
+int tm_sigv4__string_to_sign(tm_buf *out, const tm_sigv4_request *req, const char *creq,
+                             size_t creq_len, tm_error *err) TM_WARN_UNUSED;
+/** The signing key for date (YYYYMMDD), region and service (task 3). */
+int tm_sigv4__signing_key(uint8_t key[32], const char *secret, const char *date8,
+                          const char *region, const char *service, tm_error *err)
+    TM_WARN_UNUSED;
+/**
+ * The Authorization header value: "AWS4-HMAC-SHA256 Credential=..., 
+ * SignedHeaders=..., Signature=..." (task 4). signature_out (65 bytes, may
+ * be NULL) receives the hex signature alone.
+ */
+int tm_sigv4__authorization(tm_buf *out, char *signature_out, const tm_sigv4_request *req,
+                            tm_error *err) TM_WARN_UNUSED;
+/** Lowercase hex SHA-256 of len bytes (out: 65 bytes). */
+int tm_sha256__hex(char out[TM_SHA256_HEX_LEN + 1], const void *data, size_t len,
+                   tm_error *err) TM_WARN_UNUSED;
+/** Lowercase hex SHA-256 of the whole of an input, read in chunks. */
+int tm_sha256__hex_input(char out[TM_SHA256_HEX_LEN + 1], tm_input *in, tm_error *err)
+    TM_WARN_UNUSED;
+/** The x-amz-date value for a Unix time (UTC). out: 17 bytes. */
+void tm_sigv4__amz_date(char out[17], int64_t unix_sec);
+
+/* ---- XML ---------------------------------------------------------------------- */
+
+#define TM_S3_XML_MAX (16u * 1024 * 1024)
+#define TM_S3_XML_TEXT_MAX 8192u
+
+/** One page of a ListObjectsV2 response. */
+typedef struct tm_s3_list_page {
+  tm_obj_list items;       /* owned: keys decoded, in document order */
+  bool truncated;          /* IsTruncated was true */
+  char *next_token;        /* owned: NextContinuationToken, or NULL */
+} tm_s3_list_page;
+
+void tm_s3_list_page_init(tm_s3_list_page *p);
+void tm_s3_list_page_dispose(tm_s3_list_page *p);
+
+/**
+ * Parses a ListObjectsV2 response body into *out (initialised by the
+ * caller; disposed by the caller on error too). TM_ECORRUPT for anything
+ * malformed (see the file comment), TM_ENOMEM.
+ */
+int tm_s3__parse_list(tm_s3_list_page *out, const char *xml, size_t len, tm_error *err)
+    TM_WARN_UNUSED;
+
+/**
+ * Picks Code, Message and Region out of an S3 error body, if it is one.
+ * Never fails: fields it cannot find are left "" (a body that is not XML
+ * leaves all three empty). Each output is NUL-terminated and truncated.
+ */
+void tm_s3__parse_error(const char *xml, size_t len, char *code, size_t code_cap, char *message,
+                        size_t message_cap, char *region, size_t region_cap);
+
+/* ---- HTTP --------------------------------------------------------------------- */
+
+#define TM_S3_MAX_IDLE 64
+
+/* One bucket on one endpoint. Strings are owned and fixed after creation. */
+typedef struct tm_s3_store {
+  tm_objstore base;
+  char *bucket;
+  bool https;
+  char *host;          /* Host header and URL authority: "host[:port]" (virtual: "bucket.host") */
+  char *path_prefix;   /* raw path before "/key": "/base/bucket" (path-style), "/base" or "" */
+  char *endpoint_desc; /* "http://127.0.0.1:9000", for messages */
+  char *region;
+  char *access_key;    /* NULL: unsigned requests */
+  char *secret_key;
+  char *session_token; /* NULL: none */
+  tm_s3_options opts;  /* numbers only; its string pointers are not used after creation */
+  pthread_mutex_t pool_lock;          /* guards idle, n_idle */
+  CURL *idle[TM_S3_MAX_IDLE];         /* easy handles ready for reuse */
+  int n_idle;
+  CURLSH *share;                      /* connection, DNS and TLS-session caches */
+  pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+  uint64_t connections;               /* atomic: new connections opened */
+} tm_s3_store;
+
+/** One logical request; s3_http.c signs, sends and retries it. */
+typedef struct tm_s3_req {
+  const char *method;         /* GET, HEAD, PUT, DELETE */
+  const char *key;            /* object key, or NULL for a bucket request (list) */
+  const tm_sigv4_kv *query;   /* raw names and values */
+  size_t n_query;
+  /* Ranged body (GET): bytes [off, off+len) of the object go to sink. */
+  uint64_t off;
+  uint64_t len;               /* TM_OBJ_TO_END: to the end */
+  tm_objstore_sink_fn sink;   /* NULL: the body goes to `body_out` */
+  void *sink_payload;
+  tm_buf *body_out;           /* a capped buffer for XML bodies (list) */
+  /* Upload (PUT). */
+  tm_input *upload;
+  uint64_t upload_len;
+  const char *upload_sha256;  /* hex */
+  const char *if_none_match;  /* "*" for create-only puts, or NULL */
+} tm_s3_req;
+
+/** What came back. */
+typedef struct tm_s3_resp {
+  long status;                /* HTTP status of the last attempt */
+  uint64_t content_length;    /* from the headers (HEAD) */
+  bool has_content_length;
+  int64_t mtime_ms;           /* Last-Modified (HEAD), or -1 */
+  uint64_t delivered;         /* body bytes handed to the sink */
+} tm_s3_resp;
+
+/**
+ * Performs req with retries. Status codes other than 2xx become errors
+ * except those listed in ok_statuses (e.g. 404 for HEAD and DELETE, 416 for
+ * a ranged GET at the end), which return TM_OK with resp->status set.
+ */
+int tm_s3__perform(tm_s3_store *s, const tm_s3_req *req, const long *ok_statuses,
+                   size_t n_ok, tm_s3_resp *resp, tm_error *err) TM_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * url.c - the object-store front door: a dataset URL plus its params become
+ * a store and a key prefix (objstore layer; SPEC §4). See objstore.h for the
+ * accepted URLs and params.
+ *
+ * A file URL's store is rooted at the folder that holds the named path (the
+ * path's dirname, kept as written, so "../data/x" works), and the prefix is
+ * the last path component: file:/data/events gives the store file:/data and
+ * the prefix "events". A trailing '/' (file:/data/events/) roots the store at
+ * the folder itself with an empty prefix.
+ */
+#include <string.h>
+
+#include "objstore/file/file.h"
+#include "objstore/mem/mem.h"
+#include "objstore/objstore_int.h"
+#include "objstore/s3/s3.h"
+#include "util/alloc.h"
+
+static const char *after_scheme(const char *url, const char *scheme) {
+  size_t n = strlen(scheme);
+  return strncmp(url, scheme, n) == 0 ? url + n : NULL;
+}
+
+bool tm_objstore_url_supported(const char *url) {
+  return url && (after_scheme(url, "file:") || after_scheme(url, "s3://") ||
+                 after_scheme(url, "s3a://") || after_scheme(url, "mem://"));
+}
+
+static int open_file_url(tm_objstore **store_out, char **prefix_out, const char *url,
+                         const char *path, tm_error *err) {
+  if (path[0] == '/' && path[1] == '/') path += 2; /* file://PATH */
+  if (!*path) return tm_error_set(err, TM_EINVALID, "URL '%s' has no path", url);
+  size_t len = strlen(path);
+  char *root = NULL, *prefix = NULL;
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+    /* A folder: file:/data/events/, file:., file:.. */
+    root = tm_strndup(path, *base == '\0' && len > 1 ? len - 1 : len);
+    prefix = tm_strdup("");
+  } else if (!slash) {
+    root = tm_strdup(".");
+    prefix = tm_strdup(path);
+  } else {
+    root = slash == path ? tm_strdup("/") : tm_strndup(path, (size_t)(slash - path));
+    prefix = tm_strdup(base);
+  }
+  int rc = (!root || !prefix) ? tm_error_nomem(err) : TM_OK;
+  if (rc == TM_OK) rc = tm_objstore_check_key(prefix, true, err);
+  tm_objstore *s = NULL;
+  if (rc == TM_OK) rc = tm_objstore_file_new(&s, root, err);
+  tm_free(root);
+  if (rc < 0) {
+    tm_free(prefix);
+    return rc;
+  }
+  *store_out = s;
+  *prefix_out = prefix;
+  return TM_OK;
+}
+
+/* Splits "NAME[/PREFIX]" at the first '/'. */
+static int split_bucket(const char *url, const char *rest, char **bucket_out, char **prefix_out,
+                        tm_error *err) {
+  const char *slash = strchr(rest, '/');
+  size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+  if (n == 0) return tm_error_set(err, TM_EINVALID, "URL '%s' has no bucket name", url);
+  for (size_t i = 0; i < n; i++) {
+    char c = rest[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_';
+    if (!ok)
+      return tm_error_set(err, TM_EINVALID, "URL '%s': bucket name '%.*s' has a '%c'", url,
+                          (int)n, rest, c);
+  }
+  if (n > 255) return tm_error_set(err, TM_EINVALID, "URL '%s': bucket name is too long", url);
+  char *bucket = tm_strndup(rest, n);
+  char *prefix = tm_strdup(slash ? slash + 1 : "");
+  if (!bucket || !prefix) {
+    tm_free(bucket);
+    tm_free(prefix);
+    return tm_error_nomem(err);
+  }
+  *bucket_out = bucket;
+  *prefix_out = prefix;
+  return TM_OK;
+}
+
+int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char *url,
+                         const tm_kv *params, tm_error *err) {
+  if (!url || !*url) return tm_error_set(err, TM_EINVALID, "empty object-store URL");
+  const char *rest;
+  if ((rest = after_scheme(url, "file:")) != NULL)
+    return open_file_url(store_out, prefix_out, url, rest, err);
+  bool is_s3 = false, is_mem = false;
+  if ((rest = after_scheme(url, "s3://")) != NULL || (rest = after_scheme(url, "s3a://")) != NULL)
+    is_s3 = true;
+  else if ((rest = after_scheme(url, "mem://")) != NULL)
+    is_mem = true;
+  if (!is_s3 && !is_mem)
+    return tm_error_set(err, TM_EUNSUPPORTED,
+                        "URL '%s': unsupported scheme (expected file:, s3:// or s3a://)", url);
+  char *bucket = NULL, *prefix = NULL;
+  TM_TRY(split_bucket(url, rest, &bucket, &prefix, err));
+  int rc = TM_OK;
+  if (prefix[0] == '/')
+    rc = tm_error_set(err, TM_EINVALID, "URL '%s': '//' after the bucket name", url);
+  tm_objstore *s = NULL;
+  if (rc == TM_OK && is_mem) rc = tm_objstore_mem_new(&s, bucket, err);
+  if (rc == TM_OK && is_s3) rc = tm_objstore_s3_new_from_params(&s, bucket, params, err);
+  tm_free(bucket);
+  if (rc < 0) {
+    tm_free(prefix);
+    return rc;
+  }
+  *store_out = s;
+  *prefix_out = prefix;
+  return TM_OK;
+}
+
+/* ---- params ---- */
+
+int tm_objstore_params_pick(tm_kv *out, const tm_kv *params, const char *prefix, tm_error *err) {
+  if (!params) return TM_OK;
+  size_t lp = strlen(prefix);
+  for (size_t i = 0; i < params->len; i++) {
+    const tm_kv_pair *p = &params->items[i];
+    if (strncmp(p->key, prefix, lp) != 0 || p->key[lp] == '\0') continue;
+    TM_TRY(tm_kv_set(out, p->key + lp, p->value, err));
+  }
+  return TM_OK;
+}
+
+int tm_objstore__param_bool(const char *name, const char *value, bool *out, tm_error *err) {
+  if (tm_parse_bool(value, strlen(value), out) != TM_OK)
+    return tm_error_set(err, TM_EINVALID, "param %s: '%s' is not true or false", name, value);
+  return TM_OK;
+}
