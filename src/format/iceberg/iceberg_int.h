@@ -86,4 +86,52 @@ int tm_iceberg__partition_key(const tm_iceberg_data_file *f, tm_buf *out, tm_err
 int tm_iceberg__open_avro(const tm_iceberg_table *t, const char *path, tm_input **in_out,
                           tm_avro_reader **r_out, tm_error *err) TM_WARN_UNUSED;
 
+/* Inflates data when it starts with the gzip magic. *out is NULL when the
+ * input was not compressed; else a tm_malloc'd copy (limit: metadata max). */
+int tm_iceberg__maybe_gunzip(const void *data, size_t len, char **out, size_t *out_len,
+                             tm_error *err) TM_WARN_UNUSED;
+
+/* ---- writing (writer.c, manifest_write.c) ---------------------------------- */
+
+/* One manifest entry to write; -1 writes null (inherited) where allowed. */
+typedef struct tm_iceberg__entry {
+  int status;
+  int64_t snapshot_id;
+  int64_t sequence_number;
+  int64_t file_sequence_number;
+  const tm_iceberg_data_file *file;
+} tm_iceberg__entry;
+
+/*
+ * Writes a manifest of entries (all of one content kind and spec) under
+ * metadata/<uuid>-m<k>.avro and fills *out for the manifest list: path in
+ * location terms, length, spec, content, sequence numbers (seq is the new
+ * snapshot's), counts and partition summaries. Strings of *out live in a.
+ */
+int tm_iceberg__write_manifest(const tm_iceberg_table *t, const tm_iceberg_schema *schema,
+                               const tm_iceberg_spec *spec, int content,
+                               const tm_iceberg__entry *entries, size_t n,
+                               int64_t snapshot_id, int64_t seq, tm_arena *a,
+                               tm_iceberg_manifest_file *out, tm_error *err) TM_WARN_UNUSED;
+/* Writes a v2 manifest list; *path_out (arena) is in location terms. */
+int tm_iceberg__write_manifest_list(const tm_iceberg_table *t,
+                                    const tm_iceberg_manifest_file *files, size_t n,
+                                    int64_t snapshot_id, int64_t parent_id, int64_t seq,
+                                    tm_arena *a, const char **path_out, tm_error *err)
+    TM_WARN_UNUSED;
+/* location + "/" + rel (no double slash), in the arena. */
+const char *tm_iceberg__location_path(tm_arena *a, const tm_iceberg_table *t, const char *rel,
+                                      tm_error *err);
+/* Writes bytes to a path in location terms through the table's io. */
+int tm_iceberg__write_file(const tm_iceberg_table *t, const char *path, const void *data,
+                           size_t len, bool exclusive, tm_error *err) TM_WARN_UNUSED;
+/* The base metadata document as JSON (re-read, unknown members kept). */
+int tm_iceberg__load_base_json(const tm_iceberg_table *t, json_t **out, tm_error *err)
+    TM_WARN_UNUSED;
+/* Makes id the current snapshot in root (refs.main, snapshot-log at now). */
+int tm_iceberg__set_current(json_t *root, int64_t id, int64_t now, tm_error *err)
+    TM_WARN_UNUSED;
+/* Commits root as the next metadata version of t (see writer.h). */
+int tm_iceberg__publish(const tm_iceberg_table *t, json_t *root, tm_error *err) TM_WARN_UNUSED;
+
 #endif

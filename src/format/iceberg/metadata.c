@@ -392,7 +392,11 @@ static int parse_snapshots(mctx *c, json_t *root, tm_iceberg_metadata *m) {
   return TM_OK;
 }
 
-static int gunzip(const uint8_t *in, size_t len, char **out, size_t *out_len, tm_error *err) {
+int tm_iceberg__maybe_gunzip(const void *data, size_t len, char **out, size_t *out_len,
+                             tm_error *err) {
+  const uint8_t *in = data;
+  *out = NULL;
+  if (len < 2 || in[0] != 0x1f || in[1] != 0x8b) return TM_OK;
   z_stream zs;
   memset(&zs, 0, sizeof zs);
   if (inflateInit2(&zs, 16 + 15) != Z_OK) return tm_error_nomem(err);
@@ -473,11 +477,10 @@ int tm_iceberg_metadata_parse(tm_iceberg_metadata **out, const void *data, size_
                         len);
   }
   char *inflated = NULL;
-  const uint8_t *bytes = data;
-  if (len >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
-    size_t n = 0;
-    int rc = gunzip(bytes, len, &inflated, &n, err);
-    if (rc < 0) return tm_error_prefix(err, "%s", name);
+  size_t n = 0;
+  int rc0 = tm_iceberg__maybe_gunzip(data, len, &inflated, &n, err);
+  if (rc0 < 0) return tm_error_prefix(err, "%s", name);
+  if (inflated) {
     data = inflated;
     len = n;
   }
