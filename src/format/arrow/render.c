@@ -57,8 +57,11 @@ size_t tm_decimal_format(const uint8_t le16[16], int32_t scale, char *buf, size_
 
 static size_t format_time_of_day(char *buf, size_t cap, int64_t v, tm_time_unit unit) {
   int64_t per = tm_unit_per_second(unit);
-  int64_t sec = tm_floor_div(v, per);
-  int64_t frac = v - sec * per;
+  int64_t sec = v / per, frac = v % per;
+  if (frac < 0) {
+    sec -= 1;
+    frac += per;
+  }
   int digits = unit == TM_UNIT_NANO ? 9 : unit == TM_UNIT_MICRO ? 6 : unit == TM_UNIT_MILLI ? 3 : 0;
   int n = snprintf(buf, cap, "%02d:%02d:%02d", (int)(sec / 3600), (int)(sec / 60 % 60),
                    (int)(sec % 60));
@@ -111,9 +114,14 @@ int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_erro
       n = format_time_of_day(tmp, sizeof tmp, v->v.i, type->unit);
       return tm_buf_append(out, tmp, n, err);
     case TM_TYPE_TIMESTAMP: {
+      /* Floor division without the overflow of sec * per near INT64_MIN. */
       int64_t per = tm_unit_per_second(type->unit);
-      int64_t sec = tm_floor_div(v->v.i, per);
-      int32_t nsec = (int32_t)((v->v.i - sec * per) * (1000000000 / per));
+      int64_t sec = v->v.i / per, rem = v->v.i % per;
+      if (rem < 0) {
+        sec -= 1;
+        rem += per;
+      }
+      int32_t nsec = (int32_t)(rem * (1000000000 / per));
       n = tm_time_print(tmp, sizeof tmp, sec, nsec, -1, type->utc);
       return tm_buf_append(out, tmp, n, err);
     }

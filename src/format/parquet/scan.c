@@ -1,0 +1,261 @@
+/*
+ * scan.c - streaming a Parquet file as batches: projection, row-group
+ * selection and pruning, one read per column chunk (format layer, parquet).
+ * See parquet.h.
+ *
+ * A scan keeps the projected column chunks of one row group in memory (one
+ * tm_input read each) and cuts batches of at most batch_rows rows out of
+ * them; batches never span row groups. Chunks of the next row group are
+ * read only when the current one is exhausted.
+ */
+#include <string.h>
+
+#include "format/parquet/parquet_int.h"
+#include "util/alloc.h"
+
+/* parquet-mr before 1.2.9 left the dictionary page header out of the chunk
+ * size; this is the most such a header takes. */
+#define MAX_DICT_HEADER 100
+#define MAX_CHUNK ((uint64_t)2 << 30)
+
+struct tm_parquet_scan {
+  tm_parquet_file *f;     /* not owned */
+  size_t *cols;           /* owned: projected field indices */
+  size_t n_cols;
+  tm_schema schema;       /* output schema */
+  size_t *rgs;            /* owned: row groups kept after pruning */
+  size_t n_rgs;
+  size_t next_rg;
+  int64_t batch_rows;
+  tm_pq_column **readers; /* owned, n_cols: decoders of the current row group */
+  int64_t rg_left;        /* rows left in the current row group */
+  bool failed;
+  tm_parquet_scan_stats stats;
+};
+
+static void close_readers(tm_parquet_scan *s) {
+  if (!s->readers) return;
+  for (size_t i = 0; i < s->n_cols; i++) {
+    tm_parquet__column_free(s->readers[i]);
+    s->readers[i] = NULL;
+  }
+}
+
+void tm_parquet_scan_free(tm_parquet_scan *s) {
+  if (!s) return;
+  close_readers(s);
+  tm_free(s->readers);
+  tm_free(s->cols);
+  tm_free(s->rgs);
+  tm_schema_dispose(&s->schema);
+  tm_free(s);
+}
+
+/* The error for a field that cannot be scanned. */
+static int unreadable(const tm_parquet_file *f, const tm_parquet_field *fd, tm_error *err) {
+  if (fd->nested)
+    return tm_error_set(err, TM_EUNSUPPORTED, "%s: unsupported nested column %s", f->name,
+                        fd->name);
+  /* Re-derive the code (corrupt annotation or unsupported type). */
+  tm_type t;
+  tm_error terr;
+  tm_error_init(&terr);
+  int rc = tm_parquet__map_type(&f->meta.schema[f->leaves[fd->leaf].elem], f->int96_unit, &t,
+                                &terr);
+  if (rc >= 0) rc = TM_EUNSUPPORTED;
+  if (rc == TM_ECORRUPT)
+    return tm_error__corrupt(err, __FILE__, __LINE__, "%s: column '%s': %s", f->name, fd->name,
+                             fd->unsupported);
+  return tm_error_set(err, rc, "%s: column '%s': unsupported %s", f->name, fd->name,
+                      fd->unsupported);
+}
+
+int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
+                        const tm_parquet_scan_options *opts, tm_error *err) {
+  tm_parquet_scan_options def = TM_PARQUET_SCAN_OPTIONS_INIT;
+  if (!opts) opts = &def;
+  int rc = TM_OK;
+  tm_parquet_scan *s = tm_calloc(1, sizeof *s);
+  if (!s) return tm_error_nomem(err);
+  s->f = f;
+  tm_schema_init(&s->schema);
+  s->batch_rows = opts->batch_rows > 0 ? opts->batch_rows : TM_BATCH_DEFAULT_ROWS;
+  s->n_cols = opts->columns ? opts->n_columns : f->n_fields;
+  s->cols = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
+  s->readers = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->readers);
+  size_t n_rg_in = opts->row_groups ? opts->n_row_groups : f->meta.n_row_groups;
+  s->rgs = tm_calloc(n_rg_in ? n_rg_in : 1, sizeof *s->rgs);
+  if (!s->cols || !s->readers || !s->rgs) {
+    rc = tm_error_nomem(err);
+    goto fail;
+  }
+  for (size_t i = 0; i < s->n_cols; i++) {
+    size_t fi = opts->columns ? opts->columns[i] : i;
+    if (fi >= f->n_fields) {
+      rc = tm_error_set(err, TM_EINVALID, "%s: column index %zu out of range (%zu columns)",
+                        f->name, fi, f->n_fields);
+      goto fail;
+    }
+    const tm_parquet_field *fd = &f->fields[fi];
+    if (fd->unsupported) {
+      rc = unreadable(f, fd, err);
+      goto fail;
+    }
+    s->cols[i] = fi;
+    TM_CHECK(tm_schema_add(&s->schema, fd->name, fd->type, fd->nullable, fd->field_id, err));
+  }
+  s->stats.row_groups_total = n_rg_in;
+  for (size_t i = 0; i < n_rg_in; i++) {
+    size_t rg = opts->row_groups ? opts->row_groups[i] : i;
+    if (rg >= f->meta.n_row_groups || (i > 0 && opts->row_groups && rg <= opts->row_groups[i - 1])) {
+      rc = tm_error_set(err, TM_EINVALID, "%s: row group %zu out of range or out of order",
+                        f->name, rg);
+      goto fail;
+    }
+    if (opts->predicate && !tm_parquet_row_group_may_match(f, rg, opts->predicate)) {
+      s->stats.row_groups_skipped++;
+      continue;
+    }
+    s->rgs[s->n_rgs++] = rg;
+    s->stats.row_groups_read++;
+    s->stats.rows_total += f->meta.row_groups[rg].num_rows;
+  }
+  *out = s;
+  return TM_OK;
+done:
+fail:
+  tm_parquet_scan_free(s);
+  return rc;
+}
+
+/* Reads the chunk of field fi in row group rg and makes its decoder. */
+static int open_column(tm_parquet_scan *s, size_t rg, size_t k, tm_error *err) {
+  tm_parquet_file *f = s->f;
+  const tm_parquet_field *fd = &f->fields[s->cols[k]];
+  const tm_pq_row_group *g = &f->meta.row_groups[rg];
+  const tm_pq_column_chunk *cc = &g->columns[fd->leaf];
+  const char *path = f->leaves[fd->leaf].path;
+  if (!cc->has_meta)
+    return tm_error__corrupt(err, __FILE__, __LINE__,
+                             "%s: column '%s' of row group %zu has no metadata", f->name, path, rg);
+  if (cc->has_file_path)
+    return tm_error_set(err, TM_EUNSUPPORTED,
+                        "%s: column '%s' lives in another file (file_path), which is not supported",
+                        f->name, path);
+  const tm_pq_column_meta *m = &cc->meta;
+  if (m->type != fd->physical_type)
+    return tm_error__corrupt(err, __FILE__, __LINE__,
+                             "%s: column '%s': chunk type %s differs from the schema's %s", f->name,
+                             path, tm_parquet_physical_name(m->type),
+                             tm_parquet_physical_name(fd->physical_type));
+  if (m->num_values != g->num_rows)
+    return tm_error__corrupt(err, __FILE__, __LINE__,
+                             "%s: column '%s': chunk has %lld values, row group %zu has %lld rows",
+                             f->name, path, (long long)m->num_values, rg, (long long)g->num_rows);
+  uint64_t start = (uint64_t)m->data_page_offset;
+  if (m->dictionary_page_offset > 0 && (uint64_t)m->dictionary_page_offset < start)
+    start = (uint64_t)m->dictionary_page_offset;
+  uint64_t len = (uint64_t)m->total_compressed_size;
+  if (start < 4 || start > f->size || len > f->size - start)
+    return tm_error__corrupt(err, __FILE__, __LINE__,
+                             "%s: column '%s': chunk at %llu of %llu bytes passes the file end (%llu)",
+                             f->name, path, (unsigned long long)start, (unsigned long long)len,
+                             (unsigned long long)f->size);
+  if (f->pad_chunks) {
+    uint64_t room = f->size - start - len;
+    len += room < MAX_DICT_HEADER ? room : MAX_DICT_HEADER;
+  }
+  if (len > MAX_CHUNK)
+    return tm_error_set(err, TM_ETOOLARGE, "%s: column '%s': chunk of %llu bytes exceeds the limit",
+                        f->name, path, (unsigned long long)len);
+  uint8_t *chunk = tm_malloc(len ? (size_t)len : 1);
+  if (!chunk) return tm_error_nomem(err);
+  int rc = tm_input_read_exact(f->in, start, chunk, (size_t)len, err);
+  if (rc < 0) {
+    tm_free(chunk);
+    return rc;
+  }
+  s->stats.bytes_read += len;
+  const tm_pq_leaf *leaf = &f->leaves[fd->leaf];
+  tm_pq_column_desc d;
+  memset(&d, 0, sizeof d);
+  d.file = f->name;
+  d.name = fd->name;
+  d.phys = fd->physical_type;
+  d.type_length = fd->type_length;
+  d.type = fd->type;
+  d.max_def = leaf->max_def;
+  d.codec = m->codec;
+  d.num_values = m->num_values;
+  d.verify_crc = f->opts.verify_crc;
+  return tm_parquet__column_new(&s->readers[k], &d, chunk, (size_t)len, err);
+}
+
+static int open_row_group(tm_parquet_scan *s, tm_error *err) {
+  close_readers(s);
+  while (s->next_rg < s->n_rgs) {
+    size_t rg = s->rgs[s->next_rg++];
+    int64_t rows = s->f->meta.row_groups[rg].num_rows;
+    if (rows == 0) continue;
+    for (size_t k = 0; k < s->n_cols; k++) TM_TRY(open_column(s, rg, k, err));
+    s->rg_left = rows;
+    return TM_OK;
+  }
+  return TM_ITEROVER;
+}
+
+int tm_parquet_scan_next(tm_parquet_scan *s, tm_batch *out, tm_error *err) {
+  if (s->failed)
+    return tm_error_set(err, TM_EINVALID, "%s: scan cannot continue after an error", s->f->name);
+  int rc = TM_OK;
+  size_t nc = s->n_cols;
+  tm_colbuilder *cbs = NULL;
+  struct ArrowArray *arrays = NULL;
+  if (s->rg_left <= 0) {
+    rc = open_row_group(s, err);
+    if (rc == TM_ITEROVER) return rc;
+    if (rc < 0) goto fail;
+  }
+  int64_t n = s->rg_left < s->batch_rows ? s->rg_left : s->batch_rows;
+  cbs = tm_calloc(nc ? nc : 1, sizeof *cbs);
+  arrays = tm_calloc(nc ? nc : 1, sizeof *arrays);
+  if (!cbs || !arrays) {
+    rc = tm_error_nomem(err);
+    goto fail;
+  }
+  for (size_t k = 0; k < nc; k++) tm_colbuilder_init(&cbs[k], s->schema.cols[k].type, 0);
+  for (size_t k = 0; k < nc; k++) {
+    rc = tm_parquet__column_read(s->readers[k], &cbs[k], n, err);
+    if (rc < 0) goto fail;
+  }
+  for (size_t k = 0; k < nc; k++) {
+    rc = tm_colbuilder_finish(&cbs[k], &arrays[k], err);
+    if (rc < 0) goto fail;
+  }
+  rc = tm_batch_from_arrays(out, &s->schema, arrays, n, err); /* takes the arrays */
+  if (rc < 0) goto fail_taken;
+  s->rg_left -= n;
+  s->stats.rows_read += n;
+  for (size_t k = 0; k < nc; k++) tm_colbuilder_dispose(&cbs[k]);
+  tm_free(cbs);
+  tm_free(arrays);
+  return TM_OK;
+fail:
+  if (arrays)
+    for (size_t k = 0; k < nc; k++)
+      if (arrays[k].release) arrays[k].release(&arrays[k]);
+fail_taken:
+  if (cbs)
+    for (size_t k = 0; k < nc; k++) tm_colbuilder_dispose(&cbs[k]);
+  tm_free(cbs);
+  tm_free(arrays);
+  close_readers(s);
+  s->failed = true;
+  return rc;
+}
+
+void tm_parquet_scan_get_stats(const tm_parquet_scan *s, tm_parquet_scan_stats *out) {
+  *out = s->stats;
+}
+
+const tm_schema *tm_parquet_scan_schema(const tm_parquet_scan *s) { return &s->schema; }
