@@ -10,8 +10,9 @@
  *     projection) are sorted and merged across gaps up to coalesce_gap into
  *     requests of at most max_request bytes; a read inside a planned range
  *     fetches the rest of that range;
- *   - read-ahead: a read that starts where the previous one ended doubles a
- *     read-ahead window from min_fetch up to max_readahead;
+ *   - read-ahead: a read that starts where the previous one ended fetches a
+ *     window of twice its size (at least min_fetch), doubling with each
+ *     further sequential request up to max_readahead;
  *   - small reads fetch at least min_fetch bytes;
  *   - anything else is fetched exactly, straight into the caller's buffer.
  *
@@ -180,8 +181,9 @@ static void choose_fetch(range_input *r, uint64_t pos, uint64_t rem, bool sequen
     r->tail_fetched = true;
     r->readahead = 0;
   } else if (sequential) {
-    r->readahead = r->readahead ? min_u64(r->readahead * 2, o->max_readahead)
-                                : max_u64(o->min_fetch, 1);
+    /* Start at twice the read (or min_fetch), then double per request. */
+    r->readahead = r->readahead ? r->readahead * 2 : max_u64(o->min_fetch, 2 * rem);
+    r->readahead = min_u64(r->readahead, o->max_readahead);
     end = max_u64(end, pos + r->readahead);
   } else {
     r->readahead = 0;

@@ -1,0 +1,192 @@
+/*
+ * bench_objstore.c - object-store read benchmark (issue 9): one ~100 MB
+ * object read by ranges from an S3-protocol server on 127.0.0.1 versus the
+ * same file on local disk, with bytes transferred and request counts.
+ *
+ * Usage: bench_objstore --port PORT --key K --secret S --file PATH
+ * (bench/objstore.sh starts s3rver and passes these). Prints one line per
+ * scenario:
+ *   scenario  MB/s  bytes_transferred  requests  seconds
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/io.h"
+#include "objstore/file/file.h"
+#include "objstore/s3/s3.h"
+#include "util/alloc.h"
+#include "util/time.h"
+
+#define BUCKET "bench"
+#define READ_SIZE (1024 * 1024)
+
+static void die(const char *what, const tm_error *err) {
+  fprintf(stderr, "bench_objstore: %s: %s\n", what, err->message);
+  exit(1); /* lint-ok: benchmark program */
+}
+
+static double secs_since(int64_t t0) { return (double)(tm_monotonic_ns() - t0) / 1e9; }
+
+static void report(const char *name, uint64_t size, double secs, uint64_t bytes, uint64_t reqs) {
+  printf("%-34s %9.1f MB/s  %12llu bytes  %6llu requests  %7.3f s\n", name,
+         (double)size / 1e6 / (secs > 0 ? secs : 1e-9), (unsigned long long)bytes,
+         (unsigned long long)reqs, secs);
+}
+
+/* Reads the whole input in READ_SIZE pieces, in order; returns a checksum. */
+static uint64_t read_sequential(tm_input *in, uint64_t size) {
+  tm_error err;
+  char *buf = tm_malloc(READ_SIZE);
+  uint64_t sum = 0;
+  for (uint64_t off = 0; off < size; off += READ_SIZE) {
+    size_t n = size - off < READ_SIZE ? (size_t)(size - off) : READ_SIZE;
+    if (tm_input_read_exact(in, off, buf, n, &err) < 0) die("read", &err);
+    sum += (unsigned char)buf[0] + (unsigned char)buf[n - 1];
+  }
+  tm_free(buf);
+  return sum;
+}
+
+/* 200 reads of 64 KiB at pseudo-random offsets (column-chunk-like access). */
+static uint64_t read_random(tm_input *in, uint64_t size) {
+  tm_error err;
+  char buf[65536];
+  uint64_t sum = 0, x = 88172645463325252ull;
+  for (int i = 0; i < 200; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    uint64_t off = x % (size - sizeof buf);
+    if (tm_input_read_exact(in, off, buf, sizeof buf, &err) < 0) die("read", &err);
+    sum += (unsigned char)buf[0];
+  }
+  return sum;
+}
+
+int main(int argc, char **argv) {
+  const char *port = NULL, *key = NULL, *secret = NULL, *file = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--port") == 0) port = argv[i + 1];
+    else if (strcmp(argv[i], "--key") == 0) key = argv[i + 1];
+    else if (strcmp(argv[i], "--secret") == 0) secret = argv[i + 1];
+    else if (strcmp(argv[i], "--file") == 0) file = argv[i + 1];
+  }
+  if (!port || !key || !secret || !file || file[0] != '/') {
+    fprintf(stderr, "usage: bench_objstore --port P --key K --secret S --file /ABSOLUTE/PATH\n");
+    return 2;
+  }
+  tm_error err;
+  char endpoint[64];
+  snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%s", port);
+  tm_s3_options o;
+  tm_s3_options_init(&o);
+  o.bucket = BUCKET;
+  o.endpoint = endpoint;
+  o.allow_http = true;
+  o.access_key = key;
+  o.secret_key = secret;
+  tm_objstore *s3 = NULL, *local = NULL;
+  if (tm_objstore_s3_new(&s3, &o, &err) < 0) die("s3 store", &err);
+  if (tm_objstore_file_new(&local, "/", &err) < 0) die("file store", &err);
+  const char *obj = "bench/object.bin";
+
+  tm_objstore_stats a, b;
+  tm_obj_stat st;
+  if (tm_objstore_stat(local, file + 1, &st, &err) < 0 || !st.exists) die(file, &err);
+  uint64_t size = st.size;
+  printf("object: %llu bytes; s3rver (node) on 127.0.0.1 behind the test proxy\n",
+         (unsigned long long)size);
+
+  /* Upload: one signed PUT, body hashed first. */
+  tm_objstore_get_stats(s3, &a);
+  int64_t t0 = tm_monotonic_ns();
+  if (tm_objstore_put_file(s3, obj, file, TM_OBJ_PUT_ATOMIC, &err) < 0) die("put", &err);
+  double up = secs_since(t0);
+  tm_objstore_get_stats(s3, &b);
+  report("s3 upload (one PUT)", size, up, b.bytes_out - a.bytes_out, b.requests - a.requests);
+
+  /* Sequential 1 MiB reads through the range reader (read-ahead grows to 8 MiB). */
+  uint64_t sums[4];
+  tm_input *in = NULL;
+  tm_objstore_get_stats(s3, &a);
+  t0 = tm_monotonic_ns();
+  if (tm_objstore_open_input(s3, obj, size, &in, &err) < 0) die("open", &err);
+  sums[0] = read_sequential(in, size);
+  double s3_seq = secs_since(t0);
+  tm_input_close(in);
+  tm_objstore_get_stats(s3, &b);
+  report("s3 full read, 1 MiB reads", size, s3_seq, b.bytes_in - a.bytes_in,
+         b.requests - a.requests);
+
+  /* The same with one 8 MiB ranged GET per call, no reader. */
+  char *buf = tm_malloc(8 * 1024 * 1024);
+  tm_objstore_get_stats(s3, &a);
+  t0 = tm_monotonic_ns();
+  for (uint64_t off = 0; off < size; off += 8 * 1024 * 1024) {
+    size_t n = 0;
+    if (tm_objstore_read(s3, obj, off, buf, 8 * 1024 * 1024, &n, &err) < 0) die("get", &err);
+  }
+  double s3_ranges = secs_since(t0);
+  tm_objstore_get_stats(s3, &b);
+  report("s3 full read, 8 MiB ranged GETs", size, s3_ranges, b.bytes_in - a.bytes_in,
+         b.requests - a.requests);
+  tm_free(buf);
+
+  /* Local disk, the same reads. */
+  t0 = tm_monotonic_ns();
+  if (tm_objstore_open_input(local, file + 1, size, &in, &err) < 0) die("open local", &err);
+  sums[1] = read_sequential(in, size);
+  double loc_seq = secs_since(t0);
+  uint64_t loc_bytes = in->bytes_read, loc_reads = in->reads;
+  tm_input_close(in);
+  report("local full read, 1 MiB reads", size, loc_seq, loc_bytes, loc_reads);
+  if (sums[0] != sums[1]) {
+    fprintf(stderr, "bench_objstore: S3 and local reads differ\n");
+    return 1;
+  }
+
+  /* Random 64 KiB reads: request latency dominates. */
+  tm_objstore_get_stats(s3, &a);
+  t0 = tm_monotonic_ns();
+  if (tm_objstore_open_input(s3, obj, size, &in, &err) < 0) die("open", &err);
+  sums[2] = read_random(in, size);
+  double s3_rand = secs_since(t0);
+  tm_input_close(in);
+  tm_objstore_get_stats(s3, &b);
+  report("s3 200 random 64 KiB reads", 200 * 65536, s3_rand, b.bytes_in - a.bytes_in,
+         b.requests - a.requests);
+  t0 = tm_monotonic_ns();
+  if (tm_objstore_open_input(local, file + 1, size, &in, &err) < 0) die("open local", &err);
+  sums[3] = read_random(in, size);
+  double loc_rand = secs_since(t0);
+  report("local 200 random 64 KiB reads", 200 * 65536, loc_rand, in->bytes_read, in->reads);
+  tm_input_close(in);
+  if (sums[2] != sums[3]) {
+    fprintf(stderr, "bench_objstore: S3 and local random reads differ\n");
+    return 1;
+  }
+
+  /* A Parquet-style footer: last 8 bytes, then 40 KB before them. */
+  tm_objstore_get_stats(s3, &a);
+  t0 = tm_monotonic_ns();
+  if (tm_objstore_open_input(s3, obj, size, &in, &err) < 0) die("open", &err);
+  char tail[8];
+  char *footer = tm_malloc(40000);
+  if (tm_input_read_exact(in, size - 8, tail, 8, &err) < 0 ||
+      tm_input_read_exact(in, size - 8 - 40000, footer, 40000, &err) < 0)
+    die("footer", &err);
+  double foot = secs_since(t0);
+  tm_input_close(in);
+  tm_free(footer);
+  tm_objstore_get_stats(s3, &b);
+  report("s3 footer (8 B + 40 KB)", 40008, foot, b.bytes_in - a.bytes_in,
+         b.requests - a.requests);
+  printf("connections opened to s3rver: %llu\n",
+         (unsigned long long)tm_objstore_s3_connections(s3));
+
+  if (tm_objstore_delete(s3, obj, &err) < 0) die("delete", &err);
+  tm_objstore_free(s3);
+  tm_objstore_free(local);
+  return 0;
+}
