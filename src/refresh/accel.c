@@ -1,0 +1,948 @@
+/*
+ * accel.c - refreshing one dataset's acceleration (refresh layer). See accel.h
+ * and docs/REFRESH.md.
+ *
+ * One refresh, step by step (DESIGN.md):
+ *   1. describe the source; open or (re)create the engine for its schema;
+ *   2. decide (decide.c) from the saved state and the table's snapshots;
+ *   3. plan the scan: a time bound (A2-A6) as predicate terms, or the
+ *      snapshots whose added files to read (B2, B4), or everything (A11);
+ *   4. read batches, filter rows by the time bound (strings, NULLs: A4);
+ *   5. de-duplicate a re-read window against the stored rows (A3, A5);
+ *   6. write into one engine transaction and commit it with the state map
+ *      (saved snapshot, table uuid, schema) atomically (D1, B8).
+ * Any error before the commit aborts the transaction: nothing changes.
+ */
+#include "refresh/accel.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "refresh/dedup.h"
+#include "engine/sqlsource.h"
+#include "refresh/timebound.h"
+#include "util/alloc.h"
+#include "util/log.h"
+#include "util/time.h"
+
+typedef struct accel_metrics {
+  tm_metric *fallbacks, *errors, *duration, *rows_written, *rows_superseded, *last_refresh,
+      *max_timestamp, *size_bytes, *load_state;
+} accel_metrics;
+
+struct tm_accel {
+  const tm_dataset_def *def;  /* borrowed; outlives the accel */
+  char *base_dir;             /* owned or NULL */
+  char *temp_dir;             /* owned or NULL */
+  size_t dedup_budget;
+  tm_source *source;          /* owned */
+  accel_metrics m;
+  bool has_metrics;
+  pthread_mutex_t refresh_lock; /* one refresh or retention at a time */
+  pthread_mutex_t state_lock;   /* guards the fields below */
+  tm_engine *engine;            /* owned reference, or NULL before the first load */
+  tm_accel_status status;
+  bool ready;
+  bool has_result;
+  tm_refresh_result last;
+  bool mem_has_snapshot;        /* memory mode: the saved snapshot (B8) */
+  int64_t mem_snapshot;
+  char *mem_uuid;               /* owned */
+  tm_fallback last_fallback;    /* for B6: warn when it changes */
+  char last_error[TM_ERROR_MESSAGE_MAX];
+  int64_t last_error_ms;
+};
+
+/* ---- small helpers --------------------------------------------------------- */
+
+void tm_accel_options_init(tm_accel_options *o) {
+  memset(o, 0, sizeof *o);
+  o->version = TM_ACCEL_OPTIONS_VERSION;
+}
+
+void tm_refresh_request_init(tm_refresh_request *r) {
+  memset(r, 0, sizeof *r);
+  r->version = TM_REFRESH_REQUEST_VERSION;
+}
+
+const char *tm_accel_status_name(tm_accel_status s) {
+  switch (s) {
+    case TM_ACCEL_INITIALIZING: return "Initializing";
+    case TM_ACCEL_READY: return "Ready";
+    case TM_ACCEL_REFRESHING: return "Refreshing";
+    case TM_ACCEL_ERROR: return "Error";
+    case TM_ACCEL_SHUTTING_DOWN: return "ShuttingDown";
+  }
+  return "?";
+}
+
+size_t tm_refresh_result_line(const tm_refresh_result *r, const char *dataset, char *buf,
+                              size_t cap) {
+  char how[160];
+  if (r->how == TM_READ_SNAPSHOTS) {
+    char parts[128] = "";
+    size_t n = 0;
+    const struct { const char *name; int count; } ops[] = {
+        {"append", r->n_append}, {"overwrite", r->n_overwrite}, {"replace", r->n_replace},
+        {"delete", r->n_delete}, {"other", r->n_other}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+      if (!ops[i].count) continue;
+      int k = snprintf(parts + n, sizeof parts - n, "%s%s %d", n ? ", " : "", ops[i].name,
+                       ops[i].count);
+      if (k > 0) n += (size_t)k;
+    }
+    snprintf(how, sizeof how, "via snapshots (%d: %s)", r->n_snapshots, parts);
+  } else if (r->how == TM_READ_NOTHING) {
+    snprintf(how, sizeof how, "via snapshots (no new snapshot)");
+  } else if (r->how == TM_READ_FULL) {
+    snprintf(how, sizeof how, "via full refresh");
+  } else if (r->fallback != TM_FALLBACK_NONE) {
+    snprintf(how, sizeof how, "via time (fallback: %s)", tm_fallback_name(r->fallback));
+  } else {
+    snprintf(how, sizeof how, "via time");
+  }
+  int n = snprintf(buf, cap, "%s: %s%lld rows %s in %.2f s", dataset, r->full ? "" : "+",
+                   (long long)r->rows_written, how, (double)r->duration_ms / 1000.0);
+  if (n < 0 || cap == 0) return 0;
+  return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+static void register_metrics(tm_accel *a, tm_metrics *r) {
+  static const double ms_buckets[] = {1,    5,    10,    25,    50,    100,   250,
+                                      500,  1000, 2500,  5000,  10000, 30000, 60000,
+                                      300000};
+  tm_error err;
+  int rc = TM_OK;
+#define REG(field, kind, name, help, labels, b, nb)                                     \
+  if (rc == TM_OK) rc = tm_metrics_register(r, &a->m.field, kind, name, help, labels, b, nb, &err)
+  REG(fallbacks, TM_METRIC_COUNTER, "dataset_acceleration_refresh_fallbacks",
+      "Append refreshes of Iceberg datasets that read by time instead of following snapshots (SPEC B6)",
+      "dataset,reason", NULL, 0);
+  REG(errors, TM_METRIC_COUNTER, "dataset_acceleration_refresh_errors", "Failed refreshes",
+      "dataset,mode", NULL, 0);
+  REG(duration, TM_METRIC_HISTOGRAM, "dataset_acceleration_refresh_duration_ms",
+      "Refresh duration in milliseconds", "dataset,mode", ms_buckets,
+      sizeof ms_buckets / sizeof ms_buckets[0]);
+  REG(rows_written, TM_METRIC_COUNTER, "dataset_acceleration_refresh_rows_written",
+      "Rows written by refreshes", "dataset", NULL, 0);
+  REG(rows_superseded, TM_METRIC_COUNTER, "dataset_acceleration_refresh_rows_superseded",
+      "Rows that lost a primary-key conflict, by reason (SPEC A8)", "dataset,reason", NULL, 0);
+  REG(last_refresh, TM_METRIC_GAUGE, "dataset_acceleration_last_refresh_unix_time_ms",
+      "When the last refresh finished (Unix time, ms)", "dataset", NULL, 0);
+  REG(max_timestamp, TM_METRIC_GAUGE, "dataset_acceleration_max_timestamp_after_refresh_ms",
+      "The high-water mark after the last refresh (Unix time, ms)", "dataset", NULL, 0);
+  REG(size_bytes, TM_METRIC_GAUGE, "dataset_acceleration_size_bytes",
+      "Bytes the acceleration occupies", "dataset", NULL, 0);
+  REG(load_state, TM_METRIC_GAUGE, "dataset_load_state",
+      "0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down", "dataset", NULL, 0);
+#undef REG
+  a->has_metrics = rc == TM_OK;
+  if (rc != TM_OK) tm_log(TM_LOG_WARN, a->def->name, "metrics unavailable: %s", err.message);
+}
+
+static void set_status_locked(tm_accel *a, tm_accel_status s) {
+  a->status = s;
+  if (a->has_metrics) tm_metric_set(a->m.load_state, (const char *[]){a->def->name}, (double)s);
+}
+
+void tm_accel_set_status(tm_accel *a, tm_accel_status s) {
+  pthread_mutex_lock(&a->state_lock);
+  set_status_locked(a, s);
+  pthread_mutex_unlock(&a->state_lock);
+}
+
+tm_accel_status tm_accel_get_status(tm_accel *a) {
+  pthread_mutex_lock(&a->state_lock);
+  tm_accel_status s = a->status;
+  pthread_mutex_unlock(&a->state_lock);
+  return s;
+}
+
+bool tm_accel_ready(tm_accel *a) {
+  pthread_mutex_lock(&a->state_lock);
+  bool r = a->ready;
+  pthread_mutex_unlock(&a->state_lock);
+  return r;
+}
+
+const tm_dataset_def *tm_accel_def(const tm_accel *a) { return a->def; }
+
+tm_engine *tm_accel_engine(tm_accel *a) {
+  pthread_mutex_lock(&a->state_lock);
+  tm_engine *e = a->engine ? tm_engine_retain(a->engine) : NULL;
+  pthread_mutex_unlock(&a->state_lock);
+  return e;
+}
+
+/* Engine options from the dataset definition. kv holds on_conflict. */
+static void engine_options(const tm_accel *a, tm_engine_options *o, tm_kv *on_conflict) {
+  const tm_dataset_def *d = a->def;
+  tm_engine_options_init(o);
+  o->dataset = d->name;
+  o->mode = d->acceleration.mode;
+  o->path = d->data_path;
+  o->primary_key = (const char *const *)d->acceleration.primary_key;
+  o->n_primary_key = d->acceleration.n_primary_key;
+  for (size_t i = 0; i < d->acceleration.n_on_conflict; i++) {
+    tm_error err;
+    if (tm_kv_set(on_conflict, d->acceleration.on_conflict[i].column,
+                  d->acceleration.on_conflict[i].rule == TM_ON_CONFLICT_UPSERT ? "upsert" : "drop",
+                  &err) != TM_OK)
+      break;
+  }
+  o->on_conflict = on_conflict->len ? on_conflict : NULL;
+  o->time_column = d->time_column;
+  o->time_format = d->time_format;
+}
+
+static const char *time_column_name(const tm_dataset_def *d) { return d->time_column; }
+
+/* ---- lifecycle -------------------------------------------------------------- */
+
+int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_options *opts,
+                 tm_error *err) {
+  tm_accel *a = tm_calloc(1, sizeof *a);
+  if (!a) return tm_error_nomem(err);
+  a->def = def;
+  pthread_mutex_init(&a->refresh_lock, NULL);
+  pthread_mutex_init(&a->state_lock, NULL);
+  int rc = TM_OK;
+  if (opts && opts->base_dir && !(a->base_dir = tm_strdup(opts->base_dir))) rc = tm_error_nomem(err);
+  if (opts && opts->temp_dir && !(a->temp_dir = tm_strdup(opts->temp_dir))) rc = tm_error_nomem(err);
+  a->dedup_budget = opts ? opts->dedup_budget : 0;
+  if (rc == TM_OK && opts && opts->metrics) register_metrics(a, opts->metrics);
+  set_status_locked(a, TM_ACCEL_INITIALIZING);
+
+  if (rc == TM_OK) {
+    tm_source_options so;
+    memset(&so, 0, sizeof so);
+    so.version = TM_SOURCE_OPTIONS_VERSION;
+    so.from = def->from;
+    so.name = def->name;
+    so.params = &def->params;
+    so.base_dir = a->base_dir;
+    so.time_column = def->time_column;
+    so.time_partition_column = def->time_partition_column;
+    so.time_column_is_text = def->time_format == TM_TIME_FORMAT_ISO8601;
+    rc = tm_source_open(&a->source, &so, err);
+  }
+  const tm_acceleration_def *acc = &def->acceleration;
+  bool accelerated = def->has_acceleration && acc->enabled;
+  /* Reopen an existing file-mode acceleration: it serves at once (C1). */
+  if (rc == TM_OK && accelerated && acc->mode == TM_ENGINE_FILE) {
+    tm_engine_options eo;
+    tm_kv oc;
+    tm_kv_init(&oc);
+    engine_options(a, &eo, &oc);
+    tm_error e2;
+    tm_error_init(&e2);
+    int orc = tm_engine_open(&a->engine, acc->engine, NULL, &eo, &e2);
+    tm_kv_dispose(&oc);
+    if (orc == TM_OK) {
+      a->ready = true;
+      set_status_locked(a, TM_ACCEL_READY);
+      int64_t rows = 0;
+      if (tm_engine_row_count(a->engine, &rows, &e2) != TM_OK) rows = -1;
+      tm_log(TM_LOG_INFO, def->name, "opened existing acceleration (%s, %lld rows)",
+             tm_engine_kind_name(acc->engine), (long long)rows);
+    } else if (orc != TM_ENOTFOUND) {
+      /* A damaged acceleration is reported; the first refresh rebuilds it. */
+      tm_log(TM_LOG_WARN, def->name, "cannot reopen the acceleration, it will be rebuilt: %s",
+             e2.message);
+      a->engine = NULL;
+    }
+  }
+  if (rc < 0) {
+    tm_accel_free(a);
+    return rc;
+  }
+  if (accelerated)
+    tm_log(TM_LOG_INFO, def->name, "dataset registered: source %s (%s), engine %s, mode %s, refresh %s",
+           def->from, tm_source_kind_name(def->source_kind), tm_engine_kind_name(acc->engine),
+           tm_engine_mode_name(acc->mode), tm_refresh_mode_name(acc->refresh_mode));
+  else
+    tm_log(TM_LOG_INFO, def->name, "dataset registered: source %s, federated (no acceleration)",
+           def->from);
+  /* A9: late updates to a key will not be seen. */
+  if (accelerated && acc->engine != TM_ENGINE_CAYENNE && acc->n_primary_key > 0 &&
+      !tm_dataset_key_includes_time(def) && !acc->has_overlap)
+    tm_log(TM_LOG_WARN, def->name,
+           "primary_key does not include time_column and there is no refresh_append_overlap: "
+           "late updates to a key will not be seen (SPEC A9)");
+  *out = a;
+  return TM_OK;
+}
+
+void tm_accel_free(tm_accel *a) {
+  if (!a) return;
+  tm_engine_release(a->engine);
+  tm_source_free(a->source);
+  tm_free(a->base_dir);
+  tm_free(a->temp_dir);
+  tm_free(a->mem_uuid);
+  pthread_mutex_destroy(&a->refresh_lock);
+  pthread_mutex_destroy(&a->state_lock);
+  tm_free(a);
+}
+
+void tm_accel_get_info(tm_accel *a, tm_accel_info *out) {
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&a->state_lock);
+  out->status = a->status;
+  out->ready = a->ready;
+  out->has_result = a->has_result;
+  out->last = a->last;
+  out->has_saved_snapshot = a->last.has_saved_snapshot;
+  out->saved_snapshot = a->last.saved_snapshot;
+  snprintf(out->last_fallback, sizeof out->last_fallback, "%s", tm_fallback_name(a->last_fallback));
+  snprintf(out->last_error, sizeof out->last_error, "%s", a->last_error);
+  out->last_error_ms = a->last_error_ms;
+  tm_engine *e = a->engine ? tm_engine_retain(a->engine) : NULL;
+  bool mem = a->mem_has_snapshot;
+  int64_t mem_id = a->mem_snapshot;
+  pthread_mutex_unlock(&a->state_lock);
+  /* Without a refresh yet, the saved snapshot comes from the acceleration's state. */
+  if (!out->has_result && e) {
+    tm_kv st;
+    tm_kv_init(&st);
+    tm_error err;
+    if (tm_engine_read_state(e, &st, &err) == TM_OK) {
+      const char *id = tm_kv_get(&st, TM_STATE_SNAPSHOT_ID);
+      if (id && tm_parse_int64(id, strlen(id), &out->saved_snapshot) == TM_OK)
+        out->has_saved_snapshot = true;
+    }
+    tm_kv_dispose(&st);
+  } else if (!out->has_result && mem) {
+    out->has_saved_snapshot = true;
+    out->saved_snapshot = mem_id;
+  }
+  tm_engine_release(e);
+}
+
+/* ---- the refresh --------------------------------------------------------------- */
+
+typedef struct run {
+  tm_accel *a;
+  const tm_refresh_request *req;
+  tm_refresh_result *res;
+  tm_error *err;
+  const tm_schema *schema;   /* the acceleration's schema (the source's, or refresh_sql's) */
+  tm_sqlsource *sql;         /* refresh_sql over the source, or NULL */
+  const char *refresh_sql;   /* the effective refresh_sql, or NULL */
+  bool has_tc;
+  tm_time_column tc;
+  tm_engine *engine;         /* a reference for this run */
+  tm_kv state;               /* the state map to commit */
+  tm_source_table table;
+} run;
+
+/* Opens (or recreates, B9) the engine for the acceleration's schema. */
+static int ensure_engine(run *r, bool *recreated) {
+  tm_accel *a = r->a;
+  const tm_dataset_def *d = a->def;
+  tm_engine_options eo;
+  tm_kv oc;
+  tm_kv_init(&oc);
+  engine_options(a, &eo, &oc);
+  *recreated = false;
+  int rc = TM_OK;
+  tm_engine *e = tm_accel_engine(a);
+  if (e && !tm_schema_equal(tm_engine_schema(e), r->schema)) {
+    tm_log(TM_LOG_INFO, d->name,
+           "the source's schema changed: recreating the acceleration (the saved snapshot is "
+           "discarded, SPEC B9)");
+    tm_engine_release(e);
+    e = NULL;
+    pthread_mutex_lock(&a->state_lock);
+    tm_engine *old = a->engine;
+    a->engine = NULL;
+    a->ready = false;
+    a->mem_has_snapshot = false;
+    pthread_mutex_unlock(&a->state_lock);
+    tm_engine_release(old);
+    if (d->acceleration.mode == TM_ENGINE_FILE)
+      rc = tm_engine_drop(d->acceleration.engine, &eo, r->err);
+    *recreated = true;
+  }
+  if (rc == TM_OK && !e) {
+    tm_engine *created = NULL;
+    rc = tm_engine_open(&created, d->acceleration.engine, r->schema, &eo, r->err);
+    if (rc == TM_ECONFLICT && d->acceleration.mode == TM_ENGINE_FILE) {
+      /* A stored acceleration with another schema: B9, drop and create. */
+      tm_log(TM_LOG_INFO, d->name, "the stored acceleration has another schema: recreating it (B9)");
+      rc = tm_engine_drop(d->acceleration.engine, &eo, r->err);
+      if (rc == TM_OK) rc = tm_engine_open(&created, d->acceleration.engine, r->schema, &eo, r->err);
+      *recreated = true;
+    }
+    if (rc == TM_OK) {
+      pthread_mutex_lock(&a->state_lock);
+      a->engine = created;
+      pthread_mutex_unlock(&a->state_lock);
+      e = tm_engine_retain(created);
+    }
+  }
+  tm_kv_dispose(&oc);
+  r->engine = e;
+  return rc;
+}
+
+/* The saved snapshot (B2): the engine's state map in file mode, memory otherwise. */
+static int load_saved(run *r, bool recreated, tm_saved_snapshot *saved, char **uuid_owned) {
+  tm_accel *a = r->a;
+  memset(saved, 0, sizeof *saved);
+  *uuid_owned = NULL;
+  if (recreated) return TM_OK; /* B9 */
+  if (a->def->acceleration.mode == TM_ENGINE_FILE) {
+    TM_TRY(tm_engine_read_state(r->engine, &r->state, r->err));
+    const char *id = tm_kv_get(&r->state, TM_STATE_SNAPSHOT_ID);
+    if (id && tm_parse_int64(id, strlen(id), &saved->id) == TM_OK) saved->present = true;
+    const char *u = tm_kv_get(&r->state, TM_STATE_TABLE_UUID);
+    if (u && !(*uuid_owned = tm_strdup(u))) return tm_error_nomem(r->err);
+  } else {
+    pthread_mutex_lock(&a->state_lock);
+    saved->present = a->mem_has_snapshot;
+    saved->id = a->mem_snapshot;
+    *uuid_owned = a->mem_uuid ? tm_strdup(a->mem_uuid) : NULL;
+    pthread_mutex_unlock(&a->state_lock);
+  }
+  saved->uuid = *uuid_owned;
+  return TM_OK;
+}
+
+/* The high-water mark as an instant (A2); false when the acceleration is empty. */
+static int high_water_mark(run *r, tm_instant *hwm, bool *found) {
+  *found = false;
+  if (!r->has_tc) return TM_OK;
+  const char *col = r->tc.name;
+  if (r->tc.type.id != TM_TYPE_UTF8) {
+    tm_engine_bounds b;
+    memset(&b, 0, sizeof b);
+    TM_TRY(tm_engine_column_bounds(r->engine, col, &b, r->err));
+    if (b.found) *found = tm_time_value_instant(&r->tc, &b.max, hwm);
+    tm_engine_bounds_dispose(&b);
+    return TM_OK;
+  }
+  /* ISO8601 text: the lexicographic maximum is not the latest instant when
+   * zones differ, so scan the column and compare instants. */
+  tm_engine_snapshot *snap = NULL;
+  tm_engine_scan *sc = NULL;
+  int idx = tm_schema_find(tm_engine_schema(r->engine), col);
+  if (idx < 0) return tm_error_set(r->err, TM_ENOTFOUND, "no time column '%s'", col);
+  size_t cols[1] = {(size_t)idx};
+  int rc = tm_engine_snapshot_acquire(r->engine, &snap, r->err);
+  if (rc == TM_OK) rc = tm_engine_snapshot_scan(snap, cols, 1, NULL, &sc, r->err);
+  tm_batch b;
+  tm_batch_init(&b);
+  while (rc == TM_OK && (rc = tm_engine_scan_next(sc, &b, r->err)) == TM_OK) {
+    tm_instant t;
+    if (tm_time_batch_max(&r->tc, &b, &t) && (!*found || tm_instant_cmp(t, *hwm) > 0)) {
+      *hwm = t;
+      *found = true;
+    }
+    tm_batch_release(&b);
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  tm_engine_scan_free(sc);
+  tm_engine_snapshot_release(snap);
+  return rc;
+}
+
+/* Feeds the stored rows of the window (time >= bound) into the de-duplicator. */
+static int load_window(run *r, const tm_predicate *window, tm_dedup *dd) {
+  tm_engine_snapshot *snap = NULL;
+  tm_engine_scan *sc = NULL;
+  int rc = tm_engine_snapshot_acquire(r->engine, &snap, r->err);
+  if (rc == TM_OK) rc = tm_engine_snapshot_scan(snap, NULL, 0, window, &sc, r->err);
+  tm_batch b;
+  tm_batch_init(&b);
+  while (rc == TM_OK && (rc = tm_engine_scan_next(sc, &b, r->err)) == TM_OK) {
+    rc = tm_dedup_add_stored(dd, &b, r->err);
+    tm_batch_release(&b);
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  tm_engine_scan_free(sc);
+  tm_engine_snapshot_release(snap);
+  return rc;
+}
+
+/* Opens the read: the source directly, or refresh_sql over it. */
+static int open_read(run *r, const tm_scan_request *sreq, tm_scan **scan_out) {
+  if (r->sql) return tm_sqlsource_scan(r->sql, sreq, scan_out, r->err);
+  return tm_source_scan(r->a->source, sreq, scan_out, r->err);
+}
+
+static void report_progress(run *r, const tm_scan *scan) {
+  if (!r->req->progress) return;
+  const tm_scan_stats *st = tm_scan_get_stats(scan);
+  r->req->progress(r->a->def->name, st->files_read, st->rows_read, r->req->payload);
+}
+
+/*
+ * Reads everything the plan says into the transaction. time_bound filters rows
+ * exactly (NULL: none); dd de-duplicates (NULL: none).
+ */
+static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *time_bound,
+                     tm_dedup *dd, tm_engine_txn *txn) {
+  tm_scan *scan = NULL;
+  int rc = open_read(r, sreq, &scan);
+  tm_batch b, kept, unique;
+  tm_batch_init(&b);
+  tm_batch_init(&kept);
+  tm_batch_init(&unique);
+  while (rc == TM_OK && (rc = tm_scan_next(scan, &b, r->err)) == TM_OK) {
+    r->res->rows_read += b.n_rows;
+    tm_batch *cur = &b;
+    if (time_bound && time_bound->active) {
+      uint8_t *keep = tm_calloc((size_t)(b.n_rows + 7) / 8 + 1, 1);
+      int64_t n_kept = 0, n_null = 0;
+      if (!keep) rc = tm_error_nomem(r->err);
+      if (rc == TM_OK) rc = tm_time_bound_filter(&r->tc, time_bound, &b, keep, &n_kept, &n_null, r->err);
+      r->res->rows_null_time += n_null;
+      if (rc == TM_OK && n_kept < b.n_rows) {
+        rc = tm_batch_filter(&b, keep, &kept, r->err);
+        cur = &kept;
+      }
+      tm_free(keep);
+    }
+    if (rc == TM_OK && dd) {
+      rc = tm_dedup_filter(dd, cur, &unique, r->err);
+      cur = &unique;
+    }
+    if (rc == TM_OK && cur->n_rows > 0) rc = tm_engine_txn_write(txn, cur, r->err);
+    tm_batch_release(&b);
+    tm_batch_release(&kept);
+    tm_batch_release(&unique);
+    report_progress(r, scan);
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  /* Rows parked by a spilled de-duplication come back now. */
+  while (rc == TM_OK && dd && (rc = tm_dedup_next(dd, &unique, r->err)) == TM_OK) {
+    if (unique.n_rows > 0) rc = tm_engine_txn_write(txn, &unique, r->err);
+    tm_batch_release(&unique);
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  if (scan) {
+    const tm_scan_stats *st = tm_scan_get_stats(scan);
+    r->res->files_read += st->files_read;
+    r->res->files_skipped += st->files_skipped;
+    r->res->row_groups_read += st->row_groups_read;
+    r->res->row_groups_skipped += st->row_groups_skipped;
+  }
+  if (dd) r->res->rows_deduplicated = tm_dedup_get_stats(dd)->removed_rows;
+  tm_scan_free(scan);
+  return rc;
+}
+
+static void count_ops(run *r, const tm_decision *d) {
+  tm_refresh_result *res = r->res;
+  res->n_snapshots = (int)d->n_steps;
+  for (size_t i = 0; i < d->n_steps; i++) {
+    const char *op = d->steps[i].operation ? d->steps[i].operation : "";
+    if (!strcmp(op, "append")) res->n_append++;
+    else if (!strcmp(op, "overwrite")) res->n_overwrite++;
+    else if (!strcmp(op, "replace")) res->n_replace++;
+    else if (!strcmp(op, "delete")) res->n_delete++;
+    else res->n_other++;
+  }
+}
+
+static int set_state_int(tm_kv *kv, const char *key, int64_t v, tm_error *err) {
+  char tmp[32];
+  snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+  return tm_kv_set(kv, key, tmp, err);
+}
+
+/* Converts the source's snapshot list into the decision's view. */
+static int decide(run *r, bool recreated, tm_decision *d) {
+  tm_accel *a = r->a;
+  tm_decide_input in;
+  memset(&in, 0, sizeof in);
+  in.def = a->def;
+  in.engine_newest_by_time = tm_engine_capabilities(r->engine).conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME;
+  in.full = r->req->full || a->def->acceleration.refresh_mode == TM_REFRESH_FULL;
+  in.one_off_sql = r->req->sql != NULL;
+  tm_snapshot_ref *refs = NULL;
+  char *uuid_owned = NULL;
+  int rc = TM_OK;
+  if (a->source->follows_snapshots) {
+    rc = tm_source_table_info(a->source, &r->table, r->err);
+    if (rc == TM_OK) {
+      refs = tm_calloc(r->table.n_snapshots ? r->table.n_snapshots : 1, sizeof *refs);
+      if (!refs) rc = tm_error_nomem(r->err);
+    }
+    for (size_t i = 0; rc == TM_OK && i < r->table.n_snapshots; i++) {
+      const tm_source_snapshot *s = &r->table.snapshots[i];
+      refs[i].id = s->id;
+      refs[i].has_parent = s->has_parent;
+      refs[i].parent_id = s->parent_id;
+      refs[i].operation = s->operation;
+      refs[i].added_data_files = s->added_data_files;
+    }
+    in.table.follows_snapshots = true;
+    in.table.has_current = r->table.has_current;
+    in.table.current_id = r->table.current_id;
+    in.table.uuid = r->table.uuid;
+    in.table.snapshots = refs;
+    in.table.n_snapshots = r->table.n_snapshots;
+  }
+  if (rc == TM_OK) rc = load_saved(r, recreated, &in.saved, &uuid_owned);
+  if (rc == TM_OK) rc = tm_refresh_decide(&in, d, r->err);
+  tm_free(refs);
+  tm_free(uuid_owned);
+  return rc;
+}
+
+/* The refresh proper; a->refresh_lock is held. */
+static int do_refresh(run *r) {
+  tm_accel *a = r->a;
+  const tm_dataset_def *d = a->def;
+  tm_refresh_result *res = r->res;
+  int rc = tm_source_describe(a->source, r->err);
+  if (rc == TM_ENOTFOUND) {
+    /* The source exists but holds no data yet: nothing to load. */
+    tm_engine *e = tm_accel_engine(a);
+    bool have = e != NULL;
+    tm_engine_release(e);
+    if (have && d->acceleration.refresh_mode == TM_REFRESH_APPEND && !r->req->full) {
+      res->how = TM_READ_BY_TIME;
+      return TM_OK;
+    }
+    return rc;
+  }
+  TM_TRY(rc);
+  r->schema = tm_source_schema(a->source);
+  r->refresh_sql = r->req->sql ? r->req->sql : d->acceleration.refresh_sql;
+  if (r->refresh_sql) {
+    TM_TRY(tm_sqlsource_new(&r->sql, a->source, d->name, r->refresh_sql, r->err));
+    r->schema = tm_sqlsource_schema(r->sql);
+  }
+  const char *tcol = time_column_name(d);
+  if (tcol) {
+    int idx = tm_schema_find(r->schema, tcol);
+    if (idx < 0)
+      return tm_error_set(r->err, TM_EINVALID, "time_column '%s' is not a column of the data", tcol);
+    TM_TRY(tm_time_column_init(&r->tc, tcol, r->schema->cols[idx].type, d->time_format, r->err));
+    r->has_tc = true;
+  }
+  bool recreated = false;
+  TM_TRY(ensure_engine(r, &recreated));
+
+  tm_decision dec;
+  memset(&dec, 0, sizeof dec);
+  TM_TRY(decide(r, recreated, &dec));
+  res->how = dec.kind;
+  res->fallback = dec.fallback;
+  res->full = dec.kind == TM_READ_FULL;
+  count_ops(r, &dec);
+  TM_LOG_DEBUG_(d->name, "refresh plan: %s (%s)", tm_read_kind_name(dec.kind), dec.why);
+
+  tm_predicate pred;
+  tm_predicate_init(&pred);
+  tm_dedup *dd = NULL;
+  tm_engine_txn *txn = NULL;
+  tm_time_bound bound;
+  memset(&bound, 0, sizeof bound);
+  tm_scan_request sreq;
+  tm_scan_request_init(&sreq);
+  int64_t *ids = NULL;
+  int64_t overlap = d->acceleration.has_overlap ? d->acceleration.refresh_append_overlap_ms : 0;
+
+  if (dec.kind != TM_READ_NOTHING)
+    rc = tm_engine_begin(r->engine, dec.kind == TM_READ_FULL ? TM_TXN_REPLACE_ALL : TM_TXN_APPEND,
+                         &txn, r->err);
+  if (rc == TM_OK && dec.kind == TM_READ_FULL) {
+    sreq.apply_deletes = true;
+    if (dec.save_snapshot) {
+      sreq.has_as_of = true;
+      sreq.as_of_snapshot = dec.snapshot_to_save;
+    }
+    rc = copy_rows(r, &sreq, NULL, NULL, txn);
+  } else if (rc == TM_OK && dec.kind == TM_READ_BY_TIME) {
+    tm_instant hwm;
+    bool found = false;
+    rc = high_water_mark(r, &hwm, &found);
+    if (rc == TM_OK && found && r->has_tc) {
+      bound = tm_time_bound_for_append(&r->tc, hwm, overlap);
+      rc = tm_time_bound_to_predicate(&r->tc, &bound, &pred, r->err);
+      if (rc == TM_OK && d->time_partition_column && !r->sql) {
+        int pidx = tm_schema_find(r->schema, d->time_partition_column);
+        tm_time_column part;
+        if (pidx >= 0 &&
+            tm_time_column_init(&part, d->time_partition_column, r->schema->cols[pidx].type,
+                                d->time_partition_format, r->err) == TM_OK)
+          rc = tm_time_bound_to_partition_predicate(&part, &bound, &pred, r->err);
+        else if (pidx >= 0)
+          rc = TM_EINVALID;
+      }
+    }
+    if (rc == TM_OK && tm_time_bound_rereads(&bound, overlap)) {
+      rc = tm_dedup_new(&dd, r->schema, a->dedup_budget, a->temp_dir, r->err);
+      if (rc == TM_OK) rc = load_window(r, &pred, dd);
+    }
+    sreq.predicate = pred.n_terms ? &pred : NULL;
+    sreq.apply_deletes = true; /* B12: by time reads the current snapshot, deletes applied */
+    if (dec.save_snapshot) {
+      sreq.has_as_of = true;
+      sreq.as_of_snapshot = dec.snapshot_to_save;
+    }
+    if (rc == TM_OK) rc = copy_rows(r, &sreq, &bound, dd, txn);
+  } else if (rc == TM_OK && dec.kind == TM_READ_SNAPSHOTS) {
+    size_t n = 0;
+    ids = tm_calloc(dec.n_steps ? dec.n_steps : 1, sizeof *ids);
+    if (!ids) rc = tm_error_nomem(r->err);
+    for (size_t i = 0; ids && i < dec.n_steps; i++)
+      if (dec.steps[i].rule != TM_SNAP_SKIP) ids[n++] = dec.steps[i].id;
+    sreq.mode = TM_SCAN_ADDED_BY;
+    sreq.snapshot_ids = ids;
+    sreq.n_snapshot_ids = n;
+    sreq.apply_deletes = false; /* B12: append never retracts a stored row */
+    if (rc == TM_OK && n > 0) rc = copy_rows(r, &sreq, NULL, NULL, txn);
+  }
+
+  /* The state map committed with the rows (B2, B8, B10). */
+  if (rc == TM_OK && txn) {
+    if (dec.save_snapshot) {
+      rc = set_state_int(&r->state, TM_STATE_SNAPSHOT_ID, dec.snapshot_to_save, r->err);
+      if (rc == TM_OK && r->table.uuid) rc = tm_kv_set(&r->state, TM_STATE_TABLE_UUID, r->table.uuid, r->err);
+    }
+    tm_buf fp = TM_BUF_INIT(1 << 20);
+    if (rc == TM_OK) rc = tm_schema_fingerprint(r->schema, &fp, r->err);
+    if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_SCHEMA, tm_buf_cstr(&fp), r->err);
+    tm_buf_dispose(&fp);
+    if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(dec.fallback), r->err);
+    tm_engine_commit_info ci;
+    memset(&ci, 0, sizeof ci);
+    if (rc == TM_OK) {
+      rc = tm_engine_txn_commit(txn, &r->state, &ci, r->err);
+      txn = NULL;
+    }
+    if (rc == TM_OK) {
+      res->rows_written = ci.rows_written;
+      res->rows_after = ci.rows_after;
+      for (int k = 0; k < TM_SUPERSEDED__COUNT; k++) {
+        res->rows_superseded += ci.rows_superseded[k];
+        if (a->has_metrics && ci.rows_superseded[k])
+          tm_metric_add(a->m.rows_superseded,
+                        (const char *[]){d->name, tm_superseded_reason_name((tm_superseded_reason)k)},
+                        (double)ci.rows_superseded[k]);
+      }
+    }
+  }
+  tm_engine_txn_abort(txn);
+  if (rc == TM_OK) {
+    /* Memory mode keeps the saved snapshot in memory (B8). */
+    pthread_mutex_lock(&a->state_lock);
+    if (dec.save_snapshot) {
+      a->mem_has_snapshot = true;
+      a->mem_snapshot = dec.snapshot_to_save;
+      tm_free(a->mem_uuid);
+      a->mem_uuid = r->table.uuid ? tm_strdup(r->table.uuid) : NULL;
+    }
+    pthread_mutex_unlock(&a->state_lock);
+    if (dec.save_snapshot) {
+      res->has_saved_snapshot = true;
+      res->saved_snapshot = dec.snapshot_to_save;
+    } else {
+      tm_saved_snapshot s;
+      char *u = NULL;
+      if (load_saved(r, false, &s, &u) == TM_OK && s.present) {
+        res->has_saved_snapshot = true;
+        res->saved_snapshot = s.id;
+      }
+      tm_free(u);
+    }
+  }
+  tm_free(ids);
+  tm_dedup_free(dd);
+  tm_predicate_dispose(&pred);
+  tm_decision_dispose(&dec);
+  return rc;
+}
+
+/* Logs a fallback (B6): a warning when the reason changes, a count always. */
+static void note_fallback(tm_accel *a, tm_fallback f) {
+  if (f == TM_FALLBACK_NONE) {
+    pthread_mutex_lock(&a->state_lock);
+    a->last_fallback = TM_FALLBACK_NONE;
+    pthread_mutex_unlock(&a->state_lock);
+    return;
+  }
+  pthread_mutex_lock(&a->state_lock);
+  bool changed = a->last_fallback != f;
+  a->last_fallback = f;
+  pthread_mutex_unlock(&a->state_lock);
+  if (changed)
+    tm_log(TM_LOG_WARN, a->def->name,
+           "append refresh reads by time instead of following snapshots: %s (SPEC B5)",
+           tm_fallback_name(f));
+  if (a->has_metrics)
+    tm_metric_add(a->m.fallbacks, (const char *[]){a->def->name, tm_fallback_name(f)}, 1);
+}
+
+int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_result *out,
+                     tm_error *err) {
+  const tm_dataset_def *d = a->def;
+  tm_refresh_request defaults;
+  if (!req) {
+    tm_refresh_request_init(&defaults);
+    req = &defaults;
+  }
+  memset(out, 0, sizeof *out);
+  if (!(d->has_acceleration && d->acceleration.enabled))
+    return tm_error_set(err, TM_EINVALID, "dataset %s has no acceleration to refresh", d->name);
+  if (pthread_mutex_trylock(&a->refresh_lock) != 0)
+    return tm_error_set(err, TM_ECONFLICT, "dataset %s: a refresh is already running", d->name);
+  const char *mode = req->full ? "full" : tm_refresh_mode_name(d->acceleration.refresh_mode);
+  tm_accel_status before = tm_accel_get_status(a);
+  tm_accel_set_status(a, TM_ACCEL_REFRESHING);
+  out->started_ms = tm_now_ms();
+  int64_t t0 = tm_monotonic_ns();
+  tm_log(TM_LOG_INFO, d->name, "refresh started (%s)", mode);
+
+  run r;
+  memset(&r, 0, sizeof r);
+  r.a = a;
+  r.req = req;
+  r.res = out;
+  r.err = err;
+  tm_kv_init(&r.state);
+  int rc = do_refresh(&r);
+  out->duration_ms = (tm_monotonic_ns() - t0) / 1000000;
+
+  if (rc == TM_OK) {
+    note_fallback(a, out->fallback);
+    /* The high-water mark after the refresh, for status and metrics. */
+    tm_instant hwm;
+    bool found = false;
+    tm_error e2;
+    if (r.engine && high_water_mark(&r, &hwm, &found) == TM_OK && found) {
+      out->has_max_time = true;
+      out->max_time_ms = tm_instant_to_ms(hwm);
+    }
+    (void)e2;
+    char line[512];
+    tm_refresh_result_line(out, d->name, line, sizeof line);
+    tm_log(TM_LOG_INFO, d->name,
+           "refresh finished: %s; read %lld rows, de-duplicated %lld, superseded %lld; files "
+           "%lld read, %lld skipped; row groups %lld read, %lld skipped",
+           line + strlen(d->name) + 2, (long long)out->rows_read, (long long)out->rows_deduplicated,
+           (long long)out->rows_superseded, (long long)out->files_read,
+           (long long)out->files_skipped, (long long)out->row_groups_read,
+           (long long)out->row_groups_skipped);
+    if (out->rows_null_time)
+      tm_log(TM_LOG_WARN, d->name, "%lld rows had a NULL or unreadable time and were skipped (A4)",
+             (long long)out->rows_null_time);
+    pthread_mutex_lock(&a->state_lock);
+    a->has_result = true;
+    a->last = *out;
+    a->ready = a->engine != NULL;
+    a->last_error[0] = '\0';
+    set_status_locked(a, a->ready ? TM_ACCEL_READY : TM_ACCEL_INITIALIZING);
+    pthread_mutex_unlock(&a->state_lock);
+    if (a->has_metrics) {
+      const char *ds[] = {d->name};
+      tm_metric_observe(a->m.duration, (const char *[]){d->name, mode}, (double)out->duration_ms);
+      tm_metric_add(a->m.rows_written, ds, (double)out->rows_written);
+      tm_metric_set(a->m.last_refresh, ds, (double)tm_now_ms());
+      if (out->has_max_time) tm_metric_set(a->m.max_timestamp, ds, (double)out->max_time_ms);
+      uint64_t size = 0;
+      tm_error e3;
+      if (r.engine && tm_engine_size_bytes(r.engine, &size, &e3) == TM_OK)
+        tm_metric_set(a->m.size_bytes, ds, (double)size);
+    }
+  } else {
+    tm_log(TM_LOG_ERROR, d->name, "refresh failed: %s", err ? err->message : tm_code_name(rc));
+    pthread_mutex_lock(&a->state_lock);
+    snprintf(a->last_error, sizeof a->last_error, "%s", err ? err->message : tm_code_name(rc));
+    a->last_error_ms = tm_now_ms();
+    set_status_locked(a, a->ready ? (before == TM_ACCEL_SHUTTING_DOWN ? before : TM_ACCEL_ERROR)
+                                  : TM_ACCEL_ERROR);
+    pthread_mutex_unlock(&a->state_lock);
+    if (a->has_metrics) tm_metric_add(a->m.errors, (const char *[]){d->name, mode}, 1);
+  }
+  tm_sqlsource_free(r.sql);
+  tm_engine_release(r.engine);
+  tm_source_table_dispose(&r.table);
+  tm_kv_dispose(&r.state);
+  pthread_mutex_unlock(&a->refresh_lock);
+  return rc;
+}
+
+/* ---- retention ---------------------------------------------------------------- */
+
+/*
+ * The condition of `DELETE FROM <dataset> WHERE <cond>` (the config loader
+ * checked that it starts with DELETE). The table must be the dataset.
+ */
+static int retention_condition(const char *sql, const char *dataset, char **out, tm_error *err) {
+  const char *p = sql;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  const char *words[] = {"DELETE", "FROM"};
+  for (int w = 0; w < 2; w++) {
+    size_t n = strlen(words[w]);
+    if (strncasecmp(p, words[w], n) != 0 || (p[n] != ' ' && p[n] != '\t' && p[n] != '\n'))
+      return tm_error_set(err, TM_EINVALID, "retention_sql must read DELETE FROM %s WHERE ...", dataset);
+    p += n;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  }
+  size_t len = strlen(dataset);
+  bool quoted = *p == '"';
+  if (quoted) p++;
+  if (strncasecmp(p, dataset, len) != 0)
+    return tm_error_set(err, TM_EINVALID, "retention_sql must delete from %s", dataset);
+  p += len;
+  if (quoted && *p++ != '"') return tm_error_set(err, TM_EINVALID, "retention_sql must delete from %s", dataset);
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  if (strncasecmp(p, "WHERE", 5) != 0 || !(p[5] == ' ' || p[5] == '\t' || p[5] == '\n' || p[5] == '('))
+    return tm_error_set(err, TM_EINVALID, "retention_sql needs a WHERE clause");
+  p += 5;
+  size_t n = strlen(p);
+  while (n && (p[n - 1] == ';' || p[n - 1] == ' ' || p[n - 1] == '\n' || p[n - 1] == '\t')) n--;
+  if (n == 0) return tm_error_set(err, TM_EINVALID, "retention_sql has an empty WHERE clause");
+  *out = tm_strndup(p, n);
+  return *out ? TM_OK : tm_error_nomem(err);
+}
+
+int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_error *err) {
+  const tm_dataset_def *d = a->def;
+  const tm_acceleration_def *acc = &d->acceleration;
+  if (deleted_out) *deleted_out = 0;
+  tm_engine *e = tm_accel_engine(a);
+  if (!e) return TM_OK; /* nothing loaded yet */
+  if (pthread_mutex_trylock(&a->refresh_lock) != 0) {
+    tm_engine_release(e);
+    return tm_error_set(err, TM_ECONFLICT, "dataset %s: a refresh is running", d->name);
+  }
+  char *where = NULL;
+  tm_engine_txn *txn = NULL;
+  int64_t by_time = 0, by_sql = 0;
+  int rc = tm_engine_begin(e, TM_TXN_APPEND, &txn, err);
+  if (rc == TM_OK && acc->retention_period_ms > 0) {
+    tm_instant cutoff = {tm_floor_div(now_ms, 1000), (int32_t)((now_ms - tm_floor_div(now_ms, 1000) * 1000) * 1000000)};
+    cutoff = tm_instant_minus_ms(cutoff, acc->retention_period_ms);
+    rc = tm_engine_txn_delete_before(txn, cutoff.sec, cutoff.nsec, &by_time, err);
+  }
+  if (rc == TM_OK && acc->retention_sql) {
+    rc = retention_condition(acc->retention_sql, d->name, &where, err);
+    if (rc == TM_OK) rc = tm_engine_txn_delete_where(txn, where, &by_sql, err);
+  }
+  if (rc == TM_OK) {
+    rc = tm_engine_txn_commit(txn, NULL, NULL, err);
+    txn = NULL;
+  }
+  tm_engine_txn_abort(txn);
+  tm_free(where);
+  pthread_mutex_unlock(&a->refresh_lock);
+  tm_engine_release(e);
+  if (rc == TM_OK) {
+    if (by_time + by_sql > 0)
+      tm_log(TM_LOG_INFO, d->name, "retention deleted %lld rows (%lld by retention_period, %lld by retention_sql)",
+             (long long)(by_time + by_sql), (long long)by_time, (long long)by_sql);
+    if (deleted_out) *deleted_out = by_time + by_sql;
+  } else {
+    tm_log(TM_LOG_ERROR, d->name, "retention failed: %s", err ? err->message : tm_code_name(rc));
+  }
+  return rc;
+}

@@ -1,0 +1,167 @@
+/*
+ * source.h - a dataset's `from` turned into scans (source layer; SPEC 4).
+ *
+ * A source is opened from the dataset's `from` and params. describe() learns
+ * its schema (the first data file's, for file sets; the current schema, for
+ * Iceberg tables) and, for snapshot sources, the table's snapshots. A scan
+ * takes a request — a projection, a predicate (time bound, partition bound,
+ * refresh_sql filter), a last-modified bound (A7), or for Iceberg "what
+ * these snapshots added" — and yields batches of rows that satisfy the
+ * predicate, counting files and row groups read and skipped.
+ *
+ * Backends (file sets over an object store, Iceberg tables) plug in through
+ * tm_source_vtable; callers use only the functions below. Nothing here
+ * assumes a local file system: every byte is read through the objstore
+ * layer.
+ */
+#ifndef TM_SOURCE_SOURCE_H
+#define TM_SOURCE_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/arrow/batch.h"
+#include "format/predicate.h"
+#include "util/str.h"
+
+typedef struct tm_source tm_source;
+typedef struct tm_scan tm_scan;
+
+/** How to open a source. Views; they must outlive tm_source_open only. */
+typedef struct tm_source_options {
+  int version;                   /* TM_SOURCE_OPTIONS_VERSION */
+  const char *from;              /* the dataset's `from` */
+  const char *name;              /* the dataset's name, for messages */
+  const tm_kv *params;           /* connector params (may be NULL) */
+  const char *base_dir;          /* relative file paths resolve against it (NULL: cwd) */
+  const char *time_column;       /* the dataset's time column, or NULL */
+  const char *time_partition_column; /* or NULL */
+  bool time_column_is_text;      /* time_format ISO8601: keep it as a string in CSV/JSON */
+} tm_source_options;
+
+#define TM_SOURCE_OPTIONS_VERSION 1
+
+/** The name of the file-time pseudo column (SPEC A7). */
+#define TM_SOURCE_LAST_MODIFIED "last_modified"
+
+/** One snapshot of a snapshot source (Iceberg), as the refresh layer needs it. */
+typedef struct tm_source_snapshot {
+  int64_t id;
+  bool has_parent;
+  int64_t parent_id;
+  char *operation;          /* owned: append, replace, overwrite, delete, or NULL */
+  int64_t added_data_files; /* from the summary; -1 when unknown */
+  int64_t timestamp_ms;
+  int64_t sequence_number;
+} tm_source_snapshot;
+
+typedef struct tm_source_table {
+  bool has_current;
+  int64_t current_id;
+  char *uuid;                    /* owned, or NULL */
+  tm_source_snapshot *snapshots; /* owned */
+  size_t n_snapshots;
+} tm_source_table;
+
+void tm_source_table_dispose(tm_source_table *t);
+
+/** What a scan reads. */
+typedef enum tm_scan_mode {
+  TM_SCAN_CURRENT = 0,  /* every row of the current data (deletes applied, B12) */
+  TM_SCAN_ADDED_BY      /* Iceberg: the data files the listed snapshots added, as of them */
+} tm_scan_mode;
+
+typedef struct tm_scan_request {
+  int version;                  /* TM_SCAN_REQUEST_VERSION */
+  const char *const *columns;   /* projection by name; NULL: every column */
+  size_t n_columns;
+  const tm_predicate *predicate;/* prunes and filters rows; NULL: none */
+  bool has_modified_bound;      /* A7: only files modified after the bound */
+  int64_t modified_after_ms;
+  bool modified_inclusive;
+  tm_scan_mode mode;
+  const int64_t *snapshot_ids;  /* TM_SCAN_ADDED_BY */
+  size_t n_snapshot_ids;
+  bool apply_deletes;           /* Iceberg delete files (full refresh, federated, by time) */
+  bool has_as_of;               /* Iceberg TM_SCAN_CURRENT: read this snapshot, not the latest */
+  int64_t as_of_snapshot;
+  int64_t batch_rows;           /* 0: TM_BATCH_DEFAULT_ROWS */
+} tm_scan_request;
+
+#define TM_SCAN_REQUEST_VERSION 1
+void tm_scan_request_init(tm_scan_request *r);
+
+typedef struct tm_scan_stats {
+  int64_t files_total;        /* data files the source has (after listing) */
+  int64_t files_read;
+  int64_t files_skipped;      /* by partition values, bounds, modification time */
+  int64_t row_groups_read;
+  int64_t row_groups_skipped; /* by statistics */
+  int64_t rows_read;          /* rows decoded */
+  int64_t rows_returned;      /* rows that satisfied the predicate */
+  uint64_t bytes_read;
+} tm_scan_stats;
+
+typedef struct tm_source_vtable {
+  int version; /* TM_SOURCE_VTABLE_VERSION */
+  /** Learns the schema (and snapshots); may be called again to refresh. */
+  int (*describe)(tm_source *s, tm_error *err);
+  /** Snapshot sources: the table's snapshots (TM_EUNSUPPORTED otherwise). */
+  int (*table)(tm_source *s, tm_source_table *out, tm_error *err);
+  int (*scan)(tm_source *s, const tm_scan_request *req, tm_scan **out, tm_error *err);
+  void (*free)(tm_source *s);
+} tm_source_vtable;
+
+#define TM_SOURCE_VTABLE_VERSION 1
+
+struct tm_source {
+  const tm_source_vtable *vt;
+  char *name;             /* owned: the dataset name */
+  char *from;             /* owned */
+  tm_schema schema;       /* owned: valid after describe */
+  bool described;
+  bool follows_snapshots; /* Iceberg */
+  bool has_file_times;    /* file sets: last_modified is known per file */
+};
+
+typedef struct tm_scan_vtable {
+  int (*next)(tm_scan *s, tm_batch *out, tm_error *err);
+  void (*free)(tm_scan *s);
+} tm_scan_vtable;
+
+struct tm_scan {
+  const tm_scan_vtable *vt;
+  tm_scan_stats stats;
+};
+
+/**
+ * Opens the source named by opts->from. Nothing is read yet.
+ * TM_EINVALID for a `from` no backend takes. *out: tm_source_free.
+ */
+int tm_source_open(tm_source **out, const tm_source_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
+void tm_source_free(tm_source *s);
+/**
+ * Learns (or relearns) the schema. TM_EUNAVAILABLE when the source cannot be
+ * reached (a missing folder, a catalog that is down: SPEC D3); TM_ENOTFOUND
+ * when it exists but holds no data to learn a schema from.
+ */
+int tm_source_describe(tm_source *s, tm_error *err) TM_WARN_UNUSED;
+/** The schema; valid after a successful describe, until the next. */
+const tm_schema *tm_source_schema(const tm_source *s);
+int tm_source_table_info(tm_source *s, tm_source_table *out, tm_error *err) TM_WARN_UNUSED;
+/** Starts a scan; *out: tm_scan_free. Batches have the projection's columns. */
+int tm_source_scan(tm_source *s, const tm_scan_request *req, tm_scan **out, tm_error *err)
+    TM_WARN_UNUSED;
+/** The next batch of matching rows (never empty); TM_ITEROVER at the end. */
+int tm_scan_next(tm_scan *s, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
+const tm_scan_stats *tm_scan_get_stats(const tm_scan *s);
+void tm_scan_free(tm_scan *s);
+
+/* Base helpers for backends. */
+int tm_source__init(tm_source *s, const tm_source_vtable *vt, const tm_source_options *opts,
+                    tm_error *err) TM_WARN_UNUSED;
+void tm_source__dispose(tm_source *s);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * source_int.h - shared by the source backends only (source layer).
+ */
+#ifndef TM_SOURCE_SOURCE_INT_H
+#define TM_SOURCE_SOURCE_INT_H
+
+#include "source/source.h"
+
+/** file:PATH, file://PATH, s3://BUCKET/PREFIX: sets of Parquet, CSV or JSON-lines files. */
+int tm_source__open_fileset(tm_source **out, const tm_source_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
+/** iceberg:... tables. */
+int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
+
+/**
+ * Rearranges the columns of in (consumed) into want's order and types:
+ * columns in is missing become NULL (when nullable), extra columns are
+ * dropped, a type mismatch is an error naming file_name.
+ */
+int tm_source__conform(const tm_schema *want, tm_batch *in, tm_batch *out,
+                       const char *file_name, tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Filters b (consumed) by pred and projects it onto columns (NULL: all) into
+ * out. out may come back with zero rows.
+ */
+int tm_source__finish_batch(const tm_predicate *pred, const char *const *columns,
+                            size_t n_columns, tm_batch *b, tm_batch *out, tm_error *err)
+    TM_WARN_UNUSED;
+
+#endif
