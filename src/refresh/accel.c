@@ -492,6 +492,11 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
   tm_batch_init(&kept);
   tm_batch_init(&unique);
   while (rc == TM_OK && (rc = tm_scan_next(scan, &b, r->err)) == TM_OK) {
+    if (r->req->cancel && *r->req->cancel) {
+      tm_batch_release(&b);
+      rc = tm_error_set(r->err, TM_ECANCELLED, "refresh cancelled (shutting down); rolled back");
+      break;
+    }
     r->res->rows_read += b.n_rows;
     tm_batch *cur = &b;
     if (time_bound && time_bound->active) {

@@ -58,6 +58,11 @@ typedef struct tm_refresh_request {
   const char *sql;                  /* a one-off refresh_sql (A10, B11), or NULL */
   tm_refresh_progress_fn progress;  /* may be NULL */
   void *payload;
+  /*
+   * Cancellation (shutdown): when *cancel becomes non-zero the refresh stops
+   * at the next batch and rolls back (TM_ECANCELLED). May be NULL.
+   */
+  const volatile int *cancel;
 } tm_refresh_request;
 
 #define TM_REFRESH_REQUEST_VERSION 1
