@@ -336,6 +336,91 @@ done:
   return rc;
 }
 
+/* An integer table property, or dflt. */
+static int64_t int_property(const tm_iceberg_metadata *m, const char *key, int64_t dflt) {
+  const char *v = tm_iceberg_metadata_property(m, key);
+  int64_t x;
+  if (!v || tm_parse_int64(v, strlen(v), &x) < 0) return dflt;
+  return x;
+}
+
+/*
+ * Merges carried data manifests of one spec into one when there are more
+ * than commit.manifest.min-count-to-merge (100) of them, as Java's merge
+ * append does, so that manifest lists stay short however long the history
+ * grows. Entries keep their snapshot ids and sequence numbers as EXISTING;
+ * the merged manifest adds no file, so "what snapshot S added" skips it.
+ * Manifests this commit wrote (the first n_new) are never merged.
+ */
+static int merge_manifests(tm_iceberg_commit *c, int64_t seq, size_t n_new, mf_vec *list,
+                           tm_error *err) {
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(c->base);
+  const char *enabled = tm_iceberg_metadata_property(m, "commit.manifest-merge.enabled");
+  if (enabled && strcmp(enabled, "false") == 0) return TM_OK;
+  int64_t min_count = int_property(m, "commit.manifest.min-count-to-merge", 100);
+  if (min_count < 2) min_count = 2;
+  for (size_t si = 0; si < m->n_specs; si++) {
+    int32_t spec_id = m->specs[si].spec_id;
+    size_t count = 0;
+    for (size_t i = n_new; i < list->n; i++) {
+      if (list->items[i].content == 0 && list->items[i].spec_id == spec_id) count++;
+    }
+    if ((int64_t)count <= min_count) continue;
+    tm_iceberg_manifest **mans = tm_calloc(count, sizeof *mans);
+    tm_iceberg__entry *entries = NULL;
+    size_t n_mans = 0, n_entries = 0, cap = 0;
+    int rc = mans ? TM_OK : tm_error_nomem(err);
+    for (size_t i = n_new; rc == TM_OK && i < list->n; i++) {
+      const tm_iceberg_manifest_file *mf = &list->items[i];
+      if (mf->content != 0 || mf->spec_id != spec_id) continue;
+      rc = tm_iceberg_read_manifest(c->base, mf, -1, &mans[n_mans], err);
+      if (rc < 0) break;
+      tm_iceberg_manifest *man = mans[n_mans++];
+      for (size_t k = 0; rc == TM_OK && k < man->n_entries; k++) {
+        const tm_iceberg_data_file *f = &man->entries[k];
+        if (f->status == TM_ICEBERG_DELETED) continue;
+        if (n_entries == cap) {
+          size_t ncap = cap ? cap * 2 : 256;
+          tm_iceberg__entry *e = tm_reallocarray(entries, ncap, sizeof *e);
+          if (!e) {
+            rc = tm_error_nomem(err);
+            break;
+          }
+          entries = e;
+          cap = ncap;
+        }
+        tm_iceberg__entry *e = &entries[n_entries++];
+        e->status = TM_ICEBERG_EXISTING;
+        e->snapshot_id = f->snapshot_id;
+        e->sequence_number = f->sequence_number;
+        e->file_sequence_number = f->file_sequence_number;
+        e->file = f;
+      }
+    }
+    tm_iceberg_manifest_file merged;
+    if (rc == TM_OK) {
+      rc = tm_iceberg__write_manifest(c->base, tm_iceberg_metadata_current_schema(m),
+                                      &m->specs[si], 0, entries, n_entries, c->snapshot_id, seq,
+                                      &c->arena, &merged, err);
+    }
+    if (rc == TM_OK) {
+      /* Replace the merged manifests by the new one, keeping the order. */
+      size_t w = n_new;
+      for (size_t i = n_new; i < list->n; i++) {
+        if (list->items[i].content == 0 && list->items[i].spec_id == spec_id) continue;
+        list->items[w++] = list->items[i];
+      }
+      list->n = w;
+      rc = mf_push(&c->arena, list, &merged, err);
+    }
+    for (size_t i = 0; i < n_mans; i++) tm_iceberg_manifest_free(mans[i]);
+    tm_free(mans);
+    tm_free(entries);
+    if (rc < 0) return rc;
+  }
+  return TM_OK;
+}
+
 static int put_num(json_t *o, const char *key, int64_t v) {
   char num[32];
   snprintf(num, sizeof num, "%lld", (long long)v);
@@ -426,12 +511,14 @@ int tm_iceberg_commit_finish(tm_iceberg_commit *c, int64_t *snapshot_id_out, tm_
   int rc;
   /* New manifests first, then the carried ones (as Java writers do). */
   TM_CHECK(write_added(c, seq, &list, &d, err));
+  size_t n_new = list.n;
   if (cur) {
     TM_CHECK(tm_iceberg_read_manifest_list(c->base, cur, &base_list, err));
     for (size_t i = 0; i < base_list->n_files; i++) {
       TM_CHECK(carry_manifest(c, &base_list->files[i], seq, &list, &d, err));
     }
   }
+  TM_CHECK(merge_manifests(c, seq, n_new, &list, err));
   for (size_t i = 0; i < c->n_removed; i++) {
     if (!c->removed_found[i]) {
       rc = tm_error_set(err, TM_ECONFLICT, "%s is not a live file of the current snapshot",

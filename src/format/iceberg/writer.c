@@ -174,6 +174,14 @@ int tm_iceberg__publish(const tm_iceberg_table *t, json_t *root, tm_error *err) 
                              "metadata-file", logged),
                    err);
   }
+  /* Keep write.metadata.previous-versions-max (100) entries, as Java does. */
+  const char *keep_s = tm_iceberg_metadata_property(m, "write.metadata.previous-versions-max");
+  int64_t keep = 100;
+  if (keep_s && (tm_parse_int64(keep_s, strlen(keep_s), &keep) < 0 || keep < 1)) keep = 100;
+  json_t *mlog = json_object_get(root, "metadata-log");
+  while (rc == TM_OK && json_is_array(mlog) && (int64_t)json_array_size(mlog) > keep) {
+    json_array_remove(mlog, 0);
+  }
   char *text = NULL;
   if (rc == TM_OK) {
     text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

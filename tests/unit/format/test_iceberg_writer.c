@@ -411,3 +411,61 @@ TM_TEST(iceberg_writer_partition_text) {
   tm_buf_dispose(&out);
   tm_iceberg_metadata_free(m);
 }
+
+/* Manifest lists stay short however long the history: carried manifests are
+ * merged past commit.manifest.min-count-to-merge, and what each snapshot
+ * added is still found by reading only that snapshot's own new manifest. */
+TM_TEST(iceberg_writer_merges_manifests) {
+  const char *root = tm_test_path("wh/merged");
+  tm_iceberg_io_local(&g_io);
+  tm_kv props;
+  tm_kv_init(&props);
+  tm_error err;
+  TM_ASSERT_OK(tm_kv_set(&props, "commit.manifest.min-count-to-merge", "3", &err), &err);
+  tm_iceberg_create_options co = TM_ICEBERG_CREATE_OPTIONS_INIT;
+  co.schema_json = k_schema;
+  co.properties = &props;
+  TM_ASSERT_OK(tm_iceberg_create_table(&g_io, root, &co, &err), &err);
+  tm_kv_dispose(&props);
+  int64_t ids[8];
+  for (int i = 0; i < 8; i++) {
+    tm_iceberg_table *t = open_at(root);
+    fake_file f;
+    char name[32];
+    snprintf(name, sizeof name, "f%d", i);
+    fake(&f, t, name, i + 1, i, i, tm_iceberg_table_metadata(t));
+    tm_iceberg_table_free(t);
+    ids[i] = commit_files(root, "append", &f, 1, NULL, 0);
+  }
+  tm_iceberg_table *t = open_at(root);
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  tm_iceberg_manifest_list *l = NULL;
+  TM_ASSERT_OK(tm_iceberg_read_manifest_list(t, tm_iceberg_metadata_current(m), &l, &err), &err);
+  TM_ASSERT_MSG(l->n_files <= 4, "%zu manifests in the list", l->n_files);
+  tm_iceberg_manifest_list_free(l);
+  for (int i = 0; i < 8; i++) {
+    tm_iceberg_added *a = NULL;
+    TM_ASSERT_OK(tm_iceberg_plan_added(t, ids[i], &a, &err), &err);
+    TM_ASSERT_INT_EQ(a->n_data_files, 1);
+    TM_ASSERT_INT_EQ(a->data_files[0]->record_count, i + 1);
+    TM_ASSERT_INT_EQ(a->stats.manifests_read, 1);
+    tm_iceberg_added_free(a);
+  }
+  tm_iceberg_table_free(t);
+  int64_t rows = 0;
+  TM_ASSERT_INT_EQ(live_files(root, &rows), 8);
+  TM_ASSERT_INT_EQ(rows, 36);
+  /* Sequence numbers survive the merge. */
+  t = open_at(root);
+  tm_iceberg_scan *s = NULL;
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &s, &err), &err);
+  for (size_t i = 0; i < s->n_tasks; i++) {
+    const tm_iceberg_data_file *f = s->tasks[i].file;
+    const tm_iceberg_snapshot *sn = tm_iceberg_metadata_snapshot(tm_iceberg_table_metadata(t),
+                                                                 f->snapshot_id);
+    TM_ASSERT(sn != NULL);
+    TM_ASSERT_INT_EQ(f->sequence_number, sn->sequence_number);
+  }
+  tm_iceberg_scan_free(s);
+  tm_iceberg_table_free(t);
+}
