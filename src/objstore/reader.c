@@ -10,9 +10,10 @@
  *     projection) are sorted and merged across gaps up to coalesce_gap into
  *     requests of at most max_request bytes; a read inside a planned range
  *     fetches the rest of that range;
- *   - read-ahead: a read that starts where the previous one ended fetches a
- *     window of twice its size (at least min_fetch), doubling with each
- *     further sequential request up to max_readahead;
+ *   - read-ahead: from the second read in a row that starts where the
+ *     previous one ended, a read fetches a window of twice its size (at
+ *     least min_fetch), doubling with each further request up to
+ *     max_readahead;
  *   - small reads fetch at least min_fetch bytes;
  *   - anything else is fetched exactly, straight into the caller's buffer.
  *
@@ -53,6 +54,7 @@ typedef struct range_input {
   size_t n_plan;
   bool tail_fetched;             /* the tail rule fires once */
   uint64_t last_end;             /* end offset of the previous read; 0 before any */
+  uint64_t seq_run;              /* reads in a row that started where the previous ended */
   uint64_t readahead;            /* current read-ahead window; 0: not sequential */
   tm_objstore_input_stats st;
 } range_input;
@@ -204,7 +206,13 @@ static int range_read_at(tm_input *in, uint64_t off, void *buf, size_t len, size
     return TM_OK;
   }
   if (len > r->size - off) len = (size_t)(r->size - off);
-  bool sequential = r->last_end != 0 && off == r->last_end;
+  /*
+   * Read-ahead starts with the second sequential read in a row: one read
+   * that happens to follow another (two adjacent column chunks of a
+   * projection) should not pull in the next, unwanted, chunk.
+   */
+  r->seq_run = r->last_end != 0 && off == r->last_end ? r->seq_run + 1 : 0;
+  bool sequential = r->seq_run >= 2;
   char *out = buf;
   size_t done = 0;
   bool fetched = false;

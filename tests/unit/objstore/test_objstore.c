@@ -295,6 +295,27 @@ TM_TEST(reader_sequential_reads_grow_read_ahead) {
   tm_objstore_free(s);
 }
 
+TM_TEST(reader_two_adjacent_chunks_do_not_trigger_read_ahead) {
+  /* A projection of two neighbouring column chunks must not pull in the third. */
+  tm_error err;
+  tm_objstore *s = new_mem();
+  size_t size = 8 * 1024 * 1024;
+  put_pattern(s, "p", size);
+  tm_input *in = open_reader(s, "p");
+  char *buf = tm_malloc(300000);
+  uint64_t offs[] = {1000000, 1300000, 5000000, 5300000};
+  for (int i = 0; i < 4; i++) {
+    TM_ASSERT_OK(tm_input_read_exact(in, offs[i], buf, 300000, &err), &err);
+    check_bytes(buf, offs[i], 300000);
+  }
+  tm_free(buf);
+  tm_objstore_input_stats st = in_stats(in);
+  TM_ASSERT_INT_EQ(st.requests, 4);
+  TM_ASSERT_INT_EQ(st.fetched, 4 * 300000);
+  tm_input_close(in);
+  tm_objstore_free(s);
+}
+
 TM_TEST(reader_random_large_reads_are_exact) {
   tm_error err;
   tm_objstore *s = new_mem();
