@@ -56,7 +56,8 @@ static void ci_close(tm_input *in) {
   tm_input__dispose(in);
   tm_free(ci);
 }
-static const tm_input_vtable k_ci_vt = {TM_INPUT_VTABLE_VERSION, ci_read, ci_size, ci_close};
+static const tm_input_vtable k_ci_vt = {TM_INPUT_VTABLE_VERSION, ci_read, ci_size, ci_close,
+                                         NULL};
 
 static int c_open(void *payload, const char *path, tm_input **out, tm_error *err) {
   counting *c = payload;
