@@ -111,7 +111,16 @@ function fmtTime(v, digits) {
   return `${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}` + fraction(frac, digits);
 }
 
-export function fmtBlobHex(hex) {
+export // DuckDB's text of a TIME, TIME_NS or TIMETZ ("12:34:56.5", "12:34:56.123456789+00")
+// in tidemark's form: the zone dropped, trailing fraction zeros trimmed.
+function fmtTimeText(v) {
+  const m = /^(\d\d:\d\d:\d\d)(?:\.(\d+))?([+-].*)?$/.exec(v);
+  if (!m) throw new Error(`unexpected TIME text ${v}`);
+  const frac = (m[2] || '').replace(/0+$/, '');
+  return m[1] + (frac ? '.' + frac : '');
+}
+
+function fmtBlobHex(hex) {
   let s = '';
   for (let i = 0; i < hex.length; i += 2) {
     const c = parseInt(hex.slice(i, i + 2), 16);
@@ -146,12 +155,8 @@ function plan(name, type) {
     return [`CAST(epoch_us(${c}) AS VARCHAR)`, (v) => fmtTimestamp(BigInt(v), 6, false)];
   if (t === 'TIMESTAMP WITH TIME ZONE')
     return [`CAST(epoch_us(${c}) AS VARCHAR)`, (v) => fmtTimestamp(BigInt(v), 6, true)];
-  if (t === 'TIME' || t === 'TIME WITH TIME ZONE')
-    return [`CAST((extract('hour' FROM ${c}) * 3600 + extract('minute' FROM ${c}) * 60) * 1000000 + extract('microsecond' FROM ${c}) AS VARCHAR)`,
-            (v) => fmtTime(BigInt(v), 6)];
-  if (t === 'TIME_NS')
-    return [`CAST((extract('hour' FROM ${c}) * 3600 + extract('minute' FROM ${c}) * 60) * 1000000000 + extract('nanosecond' FROM ${c}) AS VARCHAR)`,
-            (v) => fmtTime(BigInt(v), 9)];
+  if (t === 'TIME' || t === 'TIME WITH TIME ZONE' || t === 'TIME_NS')
+    return [`CAST(${c} AS VARCHAR)`, (v) => fmtTimeText(v)];
   if (t === 'VARCHAR' || t === 'JSON' || t === 'UUID') return [`CAST(${c} AS VARCHAR)`, (v) => v];
   if (t === 'BLOB') return [`hex(${c})`, (v) => fmtBlobHex(v)];
   return null;

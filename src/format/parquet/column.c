@@ -792,6 +792,7 @@ static int need_values(tm_pq_column *c, size_t have, size_t want, tm_error *err)
 /* nv fixed-width output values into dst. */
 static int read_fixed(tm_pq_column *c, uint8_t *dst, size_t nv, tm_error *err) {
   size_t ow = c->out_width, pw = c->phys_width;
+  if (nv == 0) return TM_OK;
   switch (c->src) {
     case SRC_PLAIN_FIXED: {
       size_t avail = pw ? (c->vlen - c->vpos) / pw : 0;
@@ -883,6 +884,7 @@ static int data_overflow(tm_pq_column *c, tm_error *err) {
 /* nv var-width values appended to data; their ends go to off[1..nv]. */
 static int read_var(tm_pq_column *c, tm_buf *data, int32_t *off, size_t nv, tm_error *err) {
   size_t end = data->len;
+  if (nv == 0) return TM_OK;
   switch (c->src) {
     case SRC_PLAIN_VAR: {
       /* The strings take at most the bytes left in the page. */
@@ -958,6 +960,7 @@ static int read_var(tm_pq_column *c, tm_buf *data, int32_t *off, size_t nv, tm_e
 
 /* nv booleans as bytes (0/1) into out. */
 static int read_bools(tm_pq_column *c, uint8_t *out, size_t nv, tm_error *err) {
+  if (nv == 0) return TM_OK;
   if (c->src == SRC_BOOL_PLAIN) {
     uint64_t avail = (uint64_t)c->vlen * 8 - c->bool_bit;
     TM_TRY(need_values(c, (size_t)avail, nv, err));

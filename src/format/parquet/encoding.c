@@ -218,6 +218,60 @@ int tm_parquet__bitpacked_validity(const uint8_t *p, size_t len, uint64_t first,
   return TM_OK;
 }
 
+/* Appends an unsigned LEB128 varint. */
+static int put_uleb(tm_buf *out, uint64_t v, tm_error *err) {
+  uint8_t tmp[10];
+  size_t n = 0;
+  do {
+    tmp[n] = v & 0x7f;
+    v >>= 7;
+    if (v) tmp[n] |= 0x80;
+    n++;
+  } while (v);
+  return tm_buf_append(out, tmp, n, err);
+}
+
+/* Length of the run of equal values starting at v[i]. */
+static size_t run_length(const uint32_t *v, size_t i, size_t n) {
+  size_t j = i + 1;
+  while (j < n && v[j] == v[i]) j++;
+  return j - i;
+}
+
+int tm_parquet__rle_encode(tm_buf *out, const uint32_t *v, size_t n, int bw, tm_error *err) {
+  size_t vbytes = (size_t)(bw + 7) / 8;
+  size_t i = 0;
+  while (i < n) {
+    size_t run = run_length(v, i, n);
+    if (run >= 8) {
+      TM_TRY(put_uleb(out, (uint64_t)run << 1, err));
+      uint8_t b[4] = {(uint8_t)v[i], (uint8_t)(v[i] >> 8), (uint8_t)(v[i] >> 16),
+                      (uint8_t)(v[i] >> 24)};
+      TM_TRY(tm_buf_append(out, b, vbytes, err));
+      i += run;
+      continue;
+    }
+    /* Literal groups of 8 until a long repeat begins at a group boundary. */
+    size_t end = i;
+    do {
+      end += 8;
+    } while (end < n && run_length(v, end, n) < 8);
+    if (end > n) end = n;
+    size_t groups = (end - i + 7) / 8;
+    TM_TRY(put_uleb(out, (uint64_t)groups << 1 | 1, err));
+    size_t bytes = groups * (size_t)bw;
+    void *p;
+    TM_TRY(tm_buf_extend(out, bytes, &p, err));
+    uint8_t *dst = p;
+    uint64_t pos = 0;
+    for (size_t k = i; k < end; k++, pos += (uint64_t)bw)
+      for (int bit = 0; bit < bw; bit++)
+        if ((v[k] >> bit) & 1) dst[(pos + (uint64_t)bit) >> 3] |= (uint8_t)(1u << ((pos + (uint64_t)bit) & 7));
+    i = end;
+  }
+  return TM_OK;
+}
+
 /* ---- DELTA_BINARY_PACKED --------------------------------------------------- */
 
 static int read_uleb64(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
@@ -249,9 +303,11 @@ int tm_parquet__delta_decode(const uint8_t *p, size_t len, bool is64, size_t max
     return CORRUPT(err, "bad DELTA_BINARY_PACKED block layout");
   if (total > max_values) return CORRUPT(err, "DELTA_BINARY_PACKED holds more values than the page");
   size_t esz = is64 ? 8 : 4;
-  void *dst;
-  if (total > 0) TM_TRY(tm_buf_reserve(out, (size_t)total * esz, err));
-  dst = out->ptr + out->len;
+  void *dst = NULL;
+  if (total > 0) {
+    TM_TRY(tm_buf_reserve(out, (size_t)total * esz, err));
+    dst = out->ptr + out->len;
+  }
   uint64_t per_mini = block_size / n_mini;
   uint64_t prev = tm_unzigzag64(first_zz) ;
   size_t produced = 0;

@@ -353,6 +353,14 @@ int tm_parquet__delta_decode(const uint8_t *p, size_t len, bool is64, size_t max
                              tm_buf *out, size_t *n_out, size_t *used_out, tm_error *err)
     TM_WARN_UNUSED;
 
+/**
+ * Appends n values of bit_width bits (0..32) in the RLE / bit-packed hybrid:
+ * repeats of 8 or more become RLE runs, the rest bit-packed groups of 8 (the
+ * last group zero-padded; readers know the count).
+ */
+int tm_parquet__rle_encode(tm_buf *out, const uint32_t *v, size_t n, int bit_width,
+                           tm_error *err) TM_WARN_UNUSED;
+
 /** Bit width needed for values up to max (0 for 0). */
 static inline int tm_parquet__bit_width(uint64_t max) {
   return max == 0 ? 0 : 64 - __builtin_clzll(max);

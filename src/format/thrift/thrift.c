@@ -314,6 +314,11 @@ void tm_thrift_write_field_bool(tm_thrift_writer *w, int16_t id, bool v) {
   put_field_header(w, id, v ? TM_THRIFT_TRUE : TM_THRIFT_FALSE);
 }
 
+void tm_thrift_write_field_i8(tm_thrift_writer *w, int16_t id, int8_t v) {
+  put_field_header(w, id, TM_THRIFT_BYTE);
+  put_byte(w, (uint8_t)v);
+}
+
 void tm_thrift_write_field_i32(tm_thrift_writer *w, int16_t id, int32_t v) {
   put_field_header(w, id, TM_THRIFT_I32);
   put_uvarint(w, tm_zigzag64(v));

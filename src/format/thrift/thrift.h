@@ -150,6 +150,7 @@ void tm_thrift_write_struct_end(tm_thrift_writer *w);
 /** A struct-valued field: header, then the struct is open. */
 void tm_thrift_write_field_struct(tm_thrift_writer *w, int16_t id);
 void tm_thrift_write_field_bool(tm_thrift_writer *w, int16_t id, bool v);
+void tm_thrift_write_field_i8(tm_thrift_writer *w, int16_t id, int8_t v);
 void tm_thrift_write_field_i32(tm_thrift_writer *w, int16_t id, int32_t v);
 void tm_thrift_write_field_i64(tm_thrift_writer *w, int16_t id, int64_t v);
 void tm_thrift_write_field_binary(tm_thrift_writer *w, int16_t id, const void *p, size_t len);
