@@ -111,7 +111,7 @@ function fmtTime(v, digits) {
   return `${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}` + fraction(frac, digits);
 }
 
-export // DuckDB's text of a TIME, TIME_NS or TIMETZ ("12:34:56.5", "12:34:56.123456789+00")
+// DuckDB's text of a TIME, TIME_NS or TIMETZ ("12:34:56.5", "12:34:56.123456789+00")
 // in tidemark's form: the zone dropped, trailing fraction zeros trimmed.
 function fmtTimeText(v) {
   const m = /^(\d\d:\d\d:\d\d)(?:\.(\d+))?([+-].*)?$/.exec(v);
@@ -120,7 +120,7 @@ function fmtTimeText(v) {
   return m[1] + (frac ? '.' + frac : '');
 }
 
-function fmtBlobHex(hex) {
+export function fmtBlobHex(hex) {
   let s = '';
   for (let i = 0; i < hex.length; i += 2) {
     const c = parseInt(hex.slice(i, i + 2), 16);
