@@ -53,6 +53,8 @@ void tm_engine_options_init(tm_engine_options *o) {
 
 const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind) {
   switch (kind) {
+    case TM_ENGINE_CAYENNE: return tm_engine__cayenne_vtable();
+    case TM_ENGINE_ARROW: return tm_engine__arrow_vtable();
     case TM_ENGINE_SQLITE: return tm_engine__sqlite_vtable();
     default: return NULL;
   }
@@ -370,27 +372,39 @@ int tm_engine_read_state(tm_engine *e, tm_kv *out, tm_error *err) {
   return e->vt->read_state(e, out, err);
 }
 
+/*
+ * Reference rules: every holder of a snapshot reference also holds a
+ * reference on the engine (acquire, retain and release move both), so an
+ * engine never closes under a reader. The one exception is the engine's own
+ * hold on the snapshot it publishes (tm_engine__snapshot_drop), which would
+ * otherwise be a cycle.
+ */
 void tm_engine__snapshot_init(tm_engine_snapshot *s, tm_engine *e) {
-  s->engine = tm_engine_retain(e);
+  s->engine = e;
   s->refs = 1;
 }
 
+void tm_engine__snapshot_drop(tm_engine_snapshot *s) {
+  if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) s->engine->vt->snapshot_free(s);
+}
+
 int tm_engine_snapshot_acquire(tm_engine *e, tm_engine_snapshot **out, tm_error *err) {
-  return e->vt->snapshot(e, out, err);
+  TM_TRY(e->vt->snapshot(e, out, err));
+  tm_engine_retain(e);
+  return TM_OK;
 }
 
 tm_engine_snapshot *tm_engine_snapshot_retain(tm_engine_snapshot *s) {
+  tm_engine_retain(s->engine);
   __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
   return s;
 }
 
 void tm_engine_snapshot_release(tm_engine_snapshot *s) {
   if (!s) return;
-  if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-    tm_engine *e = s->engine;
-    e->vt->snapshot_free(s);
-    tm_engine_release(e);
-  }
+  tm_engine *e = s->engine;
+  tm_engine__snapshot_drop(s);
+  tm_engine_release(e);
 }
 
 tm_engine *tm_engine_snapshot_engine(const tm_engine_snapshot *s) { return s->engine; }

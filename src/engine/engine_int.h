@@ -60,8 +60,14 @@ int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_sche
                          const tm_engine_options *opts, tm_error *err) TM_WARN_UNUSED;
 /** Backends: frees what tm_engine__init_base allocated. */
 void tm_engine__dispose_base(tm_engine *e);
-/** Backends: the base of a new snapshot (adds an engine reference). */
+/**
+ * Backends: the base of a new snapshot with one reference and no engine
+ * reference (vt->snapshot returns it; tm_engine_snapshot_acquire adds the
+ * caller's engine reference).
+ */
 void tm_engine__snapshot_init(tm_engine_snapshot *s, tm_engine *e);
+/** Backends: drops a snapshot reference that holds no engine reference. */
+void tm_engine__snapshot_drop(tm_engine_snapshot *s);
 /** Backends: takes/releases the writer slot. TM_ECONFLICT when taken. */
 int tm_engine__writer_acquire(tm_engine *e, tm_error *err) TM_WARN_UNUSED;
 void tm_engine__writer_release(tm_engine *e);
@@ -73,6 +79,8 @@ const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind);
 /* Each backend's vtable (functions, not exported data, so that sanitizer
  * builds export only tm_ symbols). */
 const tm_engine_vtable *tm_engine__sqlite_vtable(void);
+const tm_engine_vtable *tm_engine__arrow_vtable(void);
+const tm_engine_vtable *tm_engine__cayenne_vtable(void);
 
 /**
  * A text form of a schema that keeps every type detail (stored by file-mode

@@ -77,6 +77,20 @@ void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms);
 /** Cancels the running statement (TM_ECANCELLED). Thread-safe. */
 void tm_sql_session_interrupt(tm_sql_session *s);
 
+/* What the virtual tables of a session read (cumulative since the last reset). */
+typedef struct tm_sql_scan_stats {
+  int64_t scans;            /* xFilter calls */
+  int64_t segments_total;   /* segments in the scanned snapshots */
+  int64_t segments_skipped; /* pruned by zone maps */
+  int64_t segments_read;
+  int64_t columns_read;     /* segment columns touched (only those the query uses) */
+  int64_t rows_read;        /* rows examined in read segments */
+  int64_t rows_out;         /* rows handed to SQLite */
+} tm_sql_scan_stats;
+
+/** The session's scan statistics; reset zeroes them afterwards when true. */
+tm_sql_scan_stats tm_sql_session_scan_stats(tm_sql_session *s, bool reset);
+
 /**
  * Prepares one read-only statement. At most one statement per session is
  * open at a time (TM_ECONFLICT otherwise). The caller owns *out

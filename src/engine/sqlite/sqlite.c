@@ -829,7 +829,7 @@ static int sq_snapshot_state(tm_engine_snapshot *sb, tm_kv *out, tm_error *err) 
 
 static int sq_read_state(tm_engine *base, tm_kv *out, tm_error *err) {
   tm_engine_snapshot *s;
-  TM_TRY(sq_snapshot(base, &s, err));
+  TM_TRY(tm_engine_snapshot_acquire(base, &s, err));
   int rc = sq_snapshot_state(s, out, err);
   tm_engine_snapshot_release(s);
   return rc;

@@ -19,6 +19,8 @@ typedef struct engine_case {
 static const engine_case k_cases[] = {
     {TM_ENGINE_SQLITE, TM_ENGINE_FILE},
     {TM_ENGINE_SQLITE, TM_ENGINE_MEMORY},
+    {TM_ENGINE_ARROW, TM_ENGINE_MEMORY},
+    {TM_ENGINE_CAYENNE, TM_ENGINE_FILE},
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
