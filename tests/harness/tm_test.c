@@ -68,10 +68,12 @@ const char *tm_test_source_dir(void) {
 }
 
 const char *tm_test_shared_testdata(void) {
-  static char path[1024];
+  static char path[4096];
   const char *env = getenv("TM_TESTDATA");
   if (env && *env) return env;
-  snprintf(path, sizeof path, "%s/../shared/testdata", tm_test_source_dir());
+  char joined[1024];
+  snprintf(joined, sizeof joined, "%s/../shared/testdata", tm_test_source_dir());
+  if (!realpath(joined, path)) return NULL;
   return tm_is_dir(path) ? path : NULL;
 }
 

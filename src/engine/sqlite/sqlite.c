@@ -777,7 +777,7 @@ static void sq_abort(tm_engine_txn *tb) {
 
 static int sq_snapshot(tm_engine *base, tm_engine_snapshot **out, tm_error *err) {
   sq_engine *e = sq_of(base);
-  sqlite3 *db;
+  sqlite3 *db = NULL;
   TM_TRY(pool_take(e, &db, err));
   int64_t rows = 0;
   int rc = exec(db, "BEGIN", e->file, err);

@@ -948,6 +948,7 @@ static int read_var(tm_pq_column *c, tm_buf *data, int32_t *off, size_t nv, tm_e
           end += l;
           o[i] = (int32_t)end;
         }
+        data->len = end; /* the next chunk's reserve counts from here */
         done += m;
       }
       break;

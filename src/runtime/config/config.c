@@ -430,7 +430,7 @@ static const char *const k_snap_modes[] = {"disabled", "enabled", "bootstrap_onl
 static const char *const k_bootstrap_failure[] = {"warn", "retry", "fallback", NULL};
 
 static int get_time_format(ctx *c, yaml_node_t *n, tm_time_format *out) {
-  const char *s;
+  const char *s = NULL;
   TM_TRY(scalar(c, n, "a time format", &s));
   if (tm_time_format_parse(s, out) == TM_OK) return TM_OK;
   return fail(c, n,

@@ -1,6 +1,525 @@
-/* iceberg_source.c - (interim) */
+/*
+ * iceberg_source.c - an Apache Iceberg table as a source (source layer;
+ * SPEC B1-B14, C6).
+ *
+ * `from` names the table:
+ *   iceberg:file://PATH, iceberg:file:PATH   a file-system table folder, or its
+ *                                            metadata file (*.metadata.json)
+ *   iceberg:s3://BUCKET/PATH                 the same on S3
+ *   iceberg:http[s]://HOST/v1/[PREFIX/]namespaces/NS/tables/T   a REST catalog
+ * Params: metadata_location (an explicit metadata file), location_from /
+ * location_to (remap the paths the writer recorded: the prefix as written,
+ * and where it really is; default: the table's location field -> the table
+ * folder), token and warehouse (REST), iceberg_s3_* (S3 params for the
+ * table's files, e.g. iceberg_s3_endpoint), and s3_* for an s3:// table.
+ *
+ * describe() reads the current metadata (one metadata file, SPEC B3); the
+ * snapshot list comes from it without reading any manifest. Scans plan with
+ * the format layer: the current table (or as of a snapshot) with delete
+ * files, or what each listed snapshot added (B4); data files are read as
+ * batches in the table's current schema, columns matched by field id (B14).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/iceberg/iceberg.h"
+#include "format/iceberg/read.h"
+#include "io/io.h"
+#include "objstore/objstore.h"
+#include "source/iceberg_local.h"
+#include "source/iceberg_rest.h"
 #include "source/source_int.h"
+#include "util/alloc.h"
+#include "util/log.h"
+
+#define MAX_STORES 8
+
+typedef enum ice_kind { ICE_FILE = 0, ICE_S3, ICE_REST } ice_kind;
+
+/* A store for the files under one URL root ("s3://bucket/"), opened on first use. */
+typedef struct store_slot {
+  char *root;         /* owned: "s3://bucket/" */
+  tm_objstore *store; /* owned */
+} store_slot;
+
+typedef struct ice_source {
+  tm_source base;
+  ice_kind kind;
+  char *root;              /* owned: table folder (local path) or s3://bucket/path; NULL for REST */
+  char *metadata_location; /* owned: explicit metadata file, or NULL */
+  char *location_from;     /* owned or NULL */
+  char *location_to;       /* owned or NULL */
+  char *base_dir;          /* owned or NULL: relative local paths */
+  tm_kv s3_params;         /* params for s3:// files */
+  tm_kv rest_params;       /* the dataset params (token, warehouse) */
+  char *rest_url;          /* owned */
+  store_slot stores[MAX_STORES];
+  size_t n_stores;
+  tm_iceberg_io io;        /* ours: local paths go to `local`, URLs to stores */
+  tm_iceberg_io local;     /* the local file system (iceberg_local.h) */
+  tm_iceberg_table *table; /* owned; the metadata describe() read */
+} ice_source;
+
+/* ---- file io over local files and object stores ------------------------------ */
+
+static bool is_url(const char *p) { return strstr(p, "://") != NULL; }
+
+static const char *local_path(const char *p) { return tm_iceberg_local_path(p); }
+
+/* The store for url's bucket and the key inside it. */
+static int store_for(ice_source *s, const char *url, tm_objstore **store_out, const char **key_out,
+                     tm_error *err) {
+  const char *scheme_end = strstr(url, "://");
+  if (!scheme_end) return tm_error_set(err, TM_EINVALID, "not a URL: %s", url);
+  const char *bucket = scheme_end + 3;
+  const char *slash = strchr(bucket, '/');
+  size_t root_len = slash ? (size_t)(slash - url) + 1 : strlen(url);
+  for (size_t i = 0; i < s->n_stores; i++) {
+    if (strlen(s->stores[i].root) == root_len && !strncmp(s->stores[i].root, url, root_len)) {
+      *store_out = s->stores[i].store;
+      *key_out = url + root_len;
+      return TM_OK;
+    }
+  }
+  if (s->n_stores == MAX_STORES)
+    return tm_error_set(err, TM_ETOOLARGE, "%s: files in too many buckets", s->base.name);
+  char *root = tm_strndup(url, root_len);
+  if (!root) return tm_error_nomem(err);
+  char *prefix = NULL;
+  tm_objstore *st = NULL;
+  int rc = tm_objstore_open_url(&st, &prefix, root, &s->s3_params, err);
+  tm_free(prefix);
+  if (rc < 0) {
+    tm_free(root);
+    return rc;
+  }
+  s->stores[s->n_stores].root = root;
+  s->stores[s->n_stores].store = st;
+  s->n_stores++;
+  *store_out = st;
+  *key_out = url + root_len;
+  return TM_OK;
+}
+
+static int io_open(void *payload, const char *path, tm_input **out, tm_error *err) {
+  ice_source *s = payload;
+  if (is_url(path) && !tm_str_has_prefix(path, "file:")) {
+    tm_objstore *st;
+    const char *key;
+    TM_TRY(store_for(s, path, &st, &key, err));
+    return tm_objstore_open_input(st, key, TM_OBJ_SIZE_UNKNOWN, out, err);
+  }
+  return s->local.open(s->local.payload, path, out, err);
+}
+
+typedef struct list_payload {
+  const char *prefix;
+  tm_iceberg_list_fn fn;
+  void *ctx;
+  int stop;
+} list_payload;
+
+static int on_listed(const tm_obj_info *info, void *payload) {
+  list_payload *lp = payload;
+  const char *name = info->key + strlen(lp->prefix);
+  if (strchr(name, '/')) return TM_OK; /* deeper */
+  int r = lp->fn(lp->ctx, name);
+  if (r) {
+    lp->stop = r;
+    return TM_ITEROVER;
+  }
+  return TM_OK;
+}
+
+static int io_list(void *payload, const char *dir, tm_iceberg_list_fn fn, void *ctx,
+                   tm_error *err) {
+  ice_source *s = payload;
+  if (is_url(dir) && !tm_str_has_prefix(dir, "file:")) {
+    tm_objstore *st;
+    const char *key;
+    TM_TRY(store_for(s, dir, &st, &key, err));
+    char *prefix = tm_asprintf("%s%s", key, key[0] && key[strlen(key) - 1] != '/' ? "/" : "");
+    if (!prefix) return tm_error_nomem(err);
+    list_payload lp = {prefix, fn, ctx, 0};
+    int rc = tm_objstore_list(st, prefix, on_listed, &lp, err);
+    tm_free(prefix);
+    return rc;
+  }
+  return s->local.list(s->local.payload, dir, fn, ctx, err);
+}
+
+/* ---- describe ------------------------------------------------------------------- */
+
+static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
+  tm_iceberg_open_options o = TM_ICEBERG_OPEN_OPTIONS_INIT;
+  o.location_from = s->location_from;
+  o.location_to = s->location_to;
+  if (s->kind != ICE_REST) {
+    o.table_root = s->root;
+    o.metadata_location = s->metadata_location;
+    int rc = tm_iceberg_table_open(out, &s->io, &o, err);
+    if (rc == TM_ENOTFOUND || rc == TM_EIO)
+      tm_error_prefix(err, "%s: the Iceberg table is unavailable", s->base.name);
+    return rc == TM_ENOTFOUND || rc == TM_EIO ? TM_EUNAVAILABLE : rc;
+  }
+  char *base = NULL, *prefix = NULL, *ns = NULL, *table = NULL;
+  tm_iceberg_rest_table rt;
+  memset(&rt, 0, sizeof rt);
+  int rc = tm_iceberg_rest_parse_url(s->rest_url, &base, &prefix, &ns, &table, err);
+  if (rc == TM_OK) {
+    tm_iceberg_rest_options ro = TM_ICEBERG_REST_OPTIONS_INIT;
+    ro.base_url = base;
+    ro.token = tm_kv_get(&s->rest_params, "token");
+    ro.warehouse = tm_kv_get(&s->rest_params, "warehouse");
+    rc = tm_iceberg_rest_load_table(&ro, prefix, ns, table, &rt, err);
+  }
+  if (rc == TM_OK)
+    rc = tm_iceberg_table_from_json(out, &s->io, rt.metadata_json, rt.metadata_len,
+                                    rt.metadata_location, &o, err);
+  tm_iceberg_rest_table_dispose(&rt);
+  tm_free(base);
+  tm_free(prefix);
+  tm_free(ns);
+  tm_free(table);
+  return rc;
+}
+
+/*
+ * The current schema's top-level fields as columns (with field ids). Nested
+ * fields (struct, list, map) cannot be read by the Parquet reader: they are
+ * left out of the dataset, with a warning, so the flat columns still load.
+ */
+static int schema_of(const char *dataset, const tm_iceberg_schema *is, tm_schema *out,
+                     tm_error *err) {
+  const tm_iceberg_type *root = is->root;
+  for (size_t i = 0; i < root->n_fields; i++) {
+    const tm_iceberg_field *f = &root->fields[i];
+    if (!tm_iceberg_type_is_primitive(f->type)) {
+      tm_log(TM_LOG_WARN, dataset, "column '%s' (%s) is nested, which tidemark does not read; it is left out",
+             f->name, tm_iceberg_type_name(f->type->id));
+      continue;
+    }
+    tm_type t;
+    int rc = tm_iceberg_type_to_tm(f->type, &t, err);
+    if (rc < 0) return tm_error_prefix(err, "column '%s'", f->name);
+    TM_TRY(tm_schema_add(out, f->name, t, !f->required, f->id, err));
+  }
+  return TM_OK;
+}
+
+static int ice_describe(tm_source *src, tm_error *err) {
+  ice_source *s = (ice_source *)src;
+  tm_iceberg_table *t = NULL;
+  TM_TRY(load_table(s, &t, err));
+  tm_schema schema;
+  tm_schema_init(&schema);
+  const tm_iceberg_schema *cur = tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t));
+  int rc = cur ? schema_of(src->name, cur, &schema, err)
+               : tm_error_set(err, TM_ECORRUPT, "%s: the table has no current schema", src->name);
+  if (rc < 0) {
+    tm_schema_dispose(&schema);
+    tm_iceberg_table_free(t);
+    return rc;
+  }
+  tm_iceberg_table_free(s->table);
+  s->table = t;
+  tm_schema_dispose(&src->schema);
+  src->schema = schema;
+  return TM_OK;
+}
+
+static int ice_table(tm_source *src, tm_source_table *out, tm_error *err) {
+  ice_source *s = (ice_source *)src;
+  if (!s->table) TM_TRY(ice_describe(src, err));
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(s->table);
+  memset(out, 0, sizeof *out);
+  const tm_iceberg_snapshot *cur = tm_iceberg_metadata_current(m);
+  out->has_current = cur != NULL;
+  out->current_id = cur ? cur->snapshot_id : 0;
+  if (m->table_uuid && !(out->uuid = tm_strdup(m->table_uuid))) return tm_error_nomem(err);
+  out->snapshots = tm_calloc(m->n_snapshots ? m->n_snapshots : 1, sizeof *out->snapshots);
+  if (!out->snapshots) return tm_error_nomem(err);
+  for (size_t i = 0; i < m->n_snapshots; i++) {
+    const tm_iceberg_snapshot *sn = &m->snapshots[i];
+    tm_source_snapshot *d = &out->snapshots[out->n_snapshots++];
+    d->id = sn->snapshot_id;
+    d->has_parent = sn->has_parent;
+    d->parent_id = sn->parent_id;
+    d->timestamp_ms = sn->timestamp_ms;
+    d->sequence_number = sn->sequence_number;
+    d->added_data_files = -1;
+    const char *added = tm_iceberg_snapshot_summary(sn, "added-data-files");
+    int64_t v;
+    if (added && tm_parse_int64(added, strlen(added), &v) == TM_OK) d->added_data_files = v;
+    if (sn->operation && !(d->operation = tm_strdup(sn->operation))) return tm_error_nomem(err);
+  }
+  return TM_OK;
+}
+
+/* ---- scans ------------------------------------------------------------------------- */
+
+typedef struct ice_scan {
+  tm_scan base;
+  ice_source *s;
+  tm_scan_request req;
+  tm_iceberg_scan *plan;        /* TM_SCAN_CURRENT: owned */
+  tm_iceberg_added **added;     /* TM_SCAN_ADDED_BY: owned, one per snapshot */
+  size_t n_added;
+  const tm_iceberg_data_file **files; /* owned array of views into `added` */
+  const char **names;           /* projection: the dataset's columns (owned array) */
+  tm_iceberg_rows *rows;        /* owned */
+  int64_t files_planned, files_skipped;
+} ice_scan;
+
+static void update_stats(ice_scan *sc) {
+  tm_iceberg_read_stats st;
+  tm_iceberg_rows_stats(sc->rows, &st);
+  tm_scan_stats *o = &sc->base.stats;
+  o->files_total = sc->files_planned + sc->files_skipped;
+  o->files_read = st.data_files_read;
+  o->files_skipped = sc->files_skipped;
+  o->row_groups_read = st.row_groups_read;
+  o->row_groups_skipped = st.row_groups_skipped;
+  o->rows_read = st.rows_read;
+  o->bytes_read = st.bytes_read;
+}
+
+static int ice_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
+  ice_scan *sc = (ice_scan *)base;
+  tm_batch_init(out);
+  for (;;) {
+    tm_batch raw;
+    tm_batch_init(&raw);
+    int rc = tm_iceberg_rows_next(sc->rows, &raw, err);
+    update_stats(sc);
+    if (rc != TM_OK) return rc;
+    TM_TRY(tm_source__finish_batch(sc->req.predicate, sc->req.columns, sc->req.n_columns, &raw,
+                                   out, err));
+    if (out->n_rows == 0) {
+      tm_batch_release(out);
+      continue;
+    }
+    base->stats.rows_returned += out->n_rows;
+    return TM_OK;
+  }
+}
+
+static void ice_scan_free(tm_scan *base) {
+  ice_scan *sc = (ice_scan *)base;
+  tm_iceberg_rows_free(sc->rows);
+  tm_iceberg_scan_free(sc->plan);
+  for (size_t i = 0; i < sc->n_added; i++) tm_iceberg_added_free(sc->added[i]);
+  tm_free(sc->added);
+  tm_free(sc->files);
+  tm_free(sc->names);
+  tm_free(sc);
+}
+
+static const tm_scan_vtable k_scan_vt = {ice_scan_next, ice_scan_free};
+
+/* Plans what the snapshots added (B4): their ADDED data files, pruned by the filter. */
+static int plan_added(ice_scan *sc, const tm_scan_request *req, tm_error *err) {
+  const tm_iceberg_table *t = sc->s->table;
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  const tm_iceberg_schema *schema = tm_iceberg_metadata_current_schema(m);
+  sc->added = tm_calloc(req->n_snapshot_ids ? req->n_snapshot_ids : 1, sizeof *sc->added);
+  if (!sc->added) return tm_error_nomem(err);
+  size_t total = 0;
+  for (size_t i = 0; i < req->n_snapshot_ids; i++) {
+    TM_TRY(tm_iceberg_plan_added(t, req->snapshot_ids[i], &sc->added[i], err));
+    sc->n_added++;
+    total += sc->added[i]->n_data_files;
+  }
+  sc->files = tm_calloc(total ? total : 1, sizeof *sc->files);
+  if (!sc->files) return tm_error_nomem(err);
+  size_t n = 0;
+  for (size_t i = 0; i < sc->n_added; i++) {
+    for (size_t k = 0; k < sc->added[i]->n_data_files; k++) {
+      const tm_iceberg_data_file *f = sc->added[i]->data_files[k];
+      if (req->predicate && !tm_iceberg_file_may_match(m, schema, f, req->predicate)) {
+        sc->files_skipped++;
+        continue;
+      }
+      sc->files[n++] = f;
+    }
+  }
+  sc->files_planned = (int64_t)n;
+  tm_iceberg_read_options o = TM_ICEBERG_READ_OPTIONS_INIT;
+  o.columns = sc->names;
+  o.n_columns = sc->s->base.schema.n_cols;
+  o.filter = req->predicate;
+  o.skip_deletes = true;
+  o.batch_rows = req->batch_rows;
+  return tm_iceberg_rows_open_files(&sc->rows, t, schema, sc->files, n, &o, err);
+}
+
+/* Plans the table as of a snapshot (current by default), deletes applied on request. */
+static int plan_current(ice_scan *sc, const tm_scan_request *req, tm_error *err) {
+  const tm_iceberg_table *t = sc->s->table;
+  tm_iceberg_scan_options so = TM_ICEBERG_SCAN_OPTIONS_INIT;
+  so.snapshot_id = req->has_as_of ? req->as_of_snapshot : -1;
+  so.filter = req->predicate;
+  TM_TRY(tm_iceberg_plan_scan(t, &so, &sc->plan, err));
+  sc->files_planned = (int64_t)sc->plan->n_tasks;
+  sc->files_skipped = sc->plan->stats.data_files_skipped;
+  tm_iceberg_read_options o = TM_ICEBERG_READ_OPTIONS_INIT;
+  o.columns = sc->names;
+  o.n_columns = sc->s->base.schema.n_cols;
+  o.filter = req->predicate;
+  o.skip_deletes = !req->apply_deletes;
+  o.batch_rows = req->batch_rows;
+  return tm_iceberg_rows_open(&sc->rows, t, sc->plan, &o, err);
+}
+
+static int ice_scan_open(tm_source *src, const tm_scan_request *req, tm_scan **out, tm_error *err) {
+  ice_source *s = (ice_source *)src;
+  if (!s->table) TM_TRY(ice_describe(src, err));
+  ice_scan *sc = tm_calloc(1, sizeof *sc);
+  if (!sc) return tm_error_nomem(err);
+  sc->base.vt = &k_scan_vt;
+  sc->s = s;
+  sc->req = *req;
+  /* The dataset's columns (nested ones were left out at describe). */
+  sc->names = tm_calloc(src->schema.n_cols ? src->schema.n_cols : 1, sizeof *sc->names);
+  int rc = sc->names ? TM_OK : tm_error_nomem(err);
+  for (size_t i = 0; rc == TM_OK && i < src->schema.n_cols; i++) sc->names[i] = src->schema.cols[i].name;
+  if (rc == TM_OK) rc = req->mode == TM_SCAN_ADDED_BY ? plan_added(sc, req, err) : plan_current(sc, req, err);
+  if (rc < 0) {
+    ice_scan_free(&sc->base);
+    return tm_error_prefix(err, "dataset %s", src->name);
+  }
+  *out = &sc->base;
+  return TM_OK;
+}
+
+/* ---- opening ----------------------------------------------------------------------- */
+
+static void ice_free(tm_source *src) {
+  ice_source *s = (ice_source *)src;
+  tm_iceberg_table_free(s->table);
+  for (size_t i = 0; i < s->n_stores; i++) {
+    tm_objstore_free(s->stores[i].store);
+    tm_free(s->stores[i].root);
+  }
+  tm_free(s->root);
+  tm_free(s->metadata_location);
+  tm_free(s->location_from);
+  tm_free(s->location_to);
+  tm_free(s->base_dir);
+  tm_free(s->rest_url);
+  tm_kv_dispose(&s->s3_params);
+  tm_kv_dispose(&s->rest_params);
+  tm_source__dispose(src);
+  tm_free(s);
+}
+
+static const tm_source_vtable k_ice_vt = {TM_SOURCE_VTABLE_VERSION, ice_describe, ice_table,
+                                          ice_scan_open, ice_free};
+
+static bool is_metadata_file(const char *p) {
+  return tm_str_has_suffix(p, ".metadata.json") || tm_str_has_suffix(p, ".metadata.json.gz");
+}
+
+/*
+ * A local path made absolute against base_dir, and canonical when it exists
+ * ("a/./b/../c"), because location remapping compares path prefixes.
+ */
+static char *absolute(const char *p, const char *base_dir) {
+  char *joined;
+  if (p[0] == '/') joined = tm_strdup(p);
+  else if (base_dir) joined = tm_path_join(base_dir, p);
+  else {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) return NULL;
+    joined = tm_path_join(cwd, p);
+  }
+  if (!joined) return NULL;
+  char *real = realpath(joined, NULL);
+  if (!real) return joined;
+  tm_free(joined);
+  char *copy = tm_strdup(real);
+  free(real); /* lint-ok: realpath allocates with malloc */
+  return copy;
+}
+
+static int copy_param(const tm_kv *params, const char *key, char **out, tm_error *err) {
+  const char *v = params ? tm_kv_get(params, key) : NULL;
+  if (!v) return TM_OK;
+  *out = tm_strdup(v);
+  return *out ? TM_OK : tm_error_nomem(err);
+}
+
 int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_error *err) {
-  (void)out;
-  return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: Iceberg sources are not available in this build", opts->name);
+  ice_source *s = tm_calloc(1, sizeof *s);
+  if (!s) return tm_error_nomem(err);
+  tm_kv_init(&s->s3_params);
+  tm_kv_init(&s->rest_params);
+  int rc = tm_source__init(&s->base, &k_ice_vt, opts, err);
+  if (rc < 0) {
+    tm_free(s);
+    return rc;
+  }
+  s->base.follows_snapshots = true;
+  s->io.version = TM_ICEBERG_IO_VERSION;
+  s->io.payload = s;
+  s->io.open = io_open;
+  s->io.list = io_list;
+  tm_iceberg_io_local(&s->local);
+  const tm_kv *params = opts->params;
+  const char *spec = opts->from + strlen("iceberg:");
+  if (params) rc = tm_kv_copy(&s->rest_params, params, err);
+  if (rc == TM_OK) rc = copy_param(params, "metadata_location", &s->metadata_location, err);
+  if (rc == TM_OK) rc = copy_param(params, "location_from", &s->location_from, err);
+  if (rc == TM_OK) rc = copy_param(params, "location_to", &s->location_to, err);
+  if (rc == TM_OK && params) {
+    /* iceberg_s3_* configure the stores of the table's files; s3_* too. */
+    rc = tm_objstore_params_pick(&s->s3_params, params, "iceberg_", err);
+    for (size_t i = 0; rc == TM_OK && i < params->len; i++)
+      if (tm_str_has_prefix(params->items[i].key, "s3_") || !strcmp(params->items[i].key, "allow_http"))
+        if (!tm_kv_get(&s->s3_params, params->items[i].key))
+          rc = tm_kv_set(&s->s3_params, params->items[i].key, params->items[i].value, err);
+  }
+  if (rc == TM_OK && opts->base_dir && !(s->base_dir = tm_strdup(opts->base_dir))) rc = tm_error_nomem(err);
+  if (rc == TM_OK) {
+    if (tm_str_has_prefix(spec, "http://") || tm_str_has_prefix(spec, "https://")) {
+      s->kind = ICE_REST;
+      s->rest_url = tm_strdup(spec);
+      if (!s->rest_url) rc = tm_error_nomem(err);
+    } else if (tm_str_has_prefix(spec, "s3://") || tm_str_has_prefix(spec, "s3a://")) {
+      s->kind = ICE_S3;
+      s->root = tm_strdup(spec);
+      if (!s->root) rc = tm_error_nomem(err);
+    } else if (tm_str_has_prefix(spec, "file:")) {
+      s->kind = ICE_FILE;
+      s->root = absolute(local_path(spec), s->base_dir);
+      if (!s->root) rc = tm_error_nomem(err);
+    } else {
+      rc = tm_error_set(err, TM_EINVALID, "dataset %s: unknown Iceberg source '%s'", opts->name,
+                        opts->from);
+    }
+  }
+  /* A metadata file given as the table: its table root is two folders up. */
+  if (rc == TM_OK && s->root && is_metadata_file(s->root)) {
+    char *meta = s->root;
+    char *dir = tm_path_dirname(meta);
+    s->root = dir ? tm_path_dirname(dir) : NULL;
+    tm_free(dir);
+    if (!s->metadata_location) s->metadata_location = meta;
+    else tm_free(meta);
+    if (!s->root) rc = tm_error_nomem(err);
+  }
+  if (rc == TM_OK && s->metadata_location && s->kind == ICE_FILE && !is_url(s->metadata_location) &&
+      s->metadata_location[0] != '/') {
+    char *abs = absolute(s->metadata_location, s->base_dir);
+    tm_free(s->metadata_location);
+    s->metadata_location = abs;
+    if (!abs) rc = tm_error_nomem(err);
+  }
+  if (rc < 0) {
+    ice_free(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return TM_OK;
 }
