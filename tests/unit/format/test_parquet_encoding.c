@@ -352,6 +352,39 @@ TM_TEST(column_dictionary_strings_two_pages) {
   tm_colbuilder_dispose(&cb);
 }
 
+TM_TEST(column_dictionary_strings_many_rows_one_read) {
+  /* More indices than one decode chunk (1024), read in one call: the string
+   * data must grow across chunks (regression: it was reserved per chunk from
+   * a stale length). */
+  char dict[2 * (4 + 300)];
+  uint32_t l = 300;
+  memcpy(dict, &l, 4);
+  memset(dict + 4, 'a', 300);
+  memcpy(dict + 304, &l, 4);
+  memset(dict + 308, 'b', 300);
+  tm_buf chunk = TM_BUF_INIT(1 << 20);
+  page_spec pd = {TM_PQ_PAGE_DICTIONARY, 0, 2, 0, NULL, 0, dict, sizeof dict};
+  add_page(&chunk, &pd);
+  /* 5000 indices alternating 0 1: bit-packed, width 1. */
+  uint8_t idx[3 + 5000 / 8];
+  size_t groups = 5000 / 8;
+  idx[0] = 1;                                                   /* bit width */
+  idx[1] = (uint8_t)((((groups << 1) | 1) & 0x7f) | 0x80);      /* run header, */
+  idx[2] = (uint8_t)(((groups << 1) | 1) >> 7);                 /* a 2-byte uleb */
+  size_t n_idx = 3;
+  for (size_t g = 0; g < groups; g++) idx[n_idx++] = 0xaa; /* 0,1,0,1,... */
+  page_spec p = {TM_PQ_PAGE_DATA, 8, 5000, 0, NULL, 0, idx, n_idx};
+  add_page(&chunk, &p);
+  tm_colbuilder cb;
+  tm_error err;
+  TM_ASSERT_OK(decode(&chunk, TM_PQ_BYTE_ARRAY, -1, tm_type_of(TM_TYPE_UTF8), 0, 5000, 5000, &cb, &err), &err);
+  const int32_t *off = (const int32_t *)cb.values.ptr;
+  TM_ASSERT_INT_EQ(off[5000], 5000 * 300);
+  for (int i = 0; i < 5000; i += 499)
+    TM_ASSERT(cb.data.ptr[off[i]] == (i % 2 ? 'b' : 'a') && off[i + 1] - off[i] == 300);
+  tm_colbuilder_dispose(&cb);
+}
+
 TM_TEST(column_dictionary_index_out_of_range) {
   int32_t dict[2] = {5, 6};
   tm_buf chunk = TM_BUF_INIT(1 << 20);
