@@ -247,10 +247,12 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
       if (tm_engine_row_count(a->engine, &rows, &e2) != TM_OK) rows = -1;
       tm_log(TM_LOG_INFO, def->name, "opened existing acceleration (%s, %lld rows)",
              tm_engine_kind_name(acc->engine), (long long)rows);
-    } else if (orc != TM_ENOTFOUND) {
-      /* A damaged acceleration is reported; the first refresh rebuilds it. */
-      tm_log(TM_LOG_WARN, def->name, "cannot reopen the acceleration, it will be rebuilt: %s",
+    } else if (orc == TM_ECORRUPT) {
+      tm_log(TM_LOG_WARN, def->name, "the acceleration is damaged; the next refresh rebuilds it: %s",
              e2.message);
+      a->engine = NULL;
+    } else if (orc != TM_ENOTFOUND) {
+      tm_log(TM_LOG_WARN, def->name, "cannot open the acceleration: %s", e2.message);
       a->engine = NULL;
     }
   }
@@ -368,13 +370,31 @@ static int ensure_engine(run *r, bool *recreated) {
   }
   if (rc == TM_OK && !e) {
     tm_engine *created = NULL;
-    rc = tm_engine_open(&created, d->acceleration.engine, r->schema, &eo, r->err);
-    if (rc == TM_ECONFLICT && d->acceleration.mode == TM_ENGINE_FILE) {
-      /* A stored acceleration with another schema: B9, drop and create. */
-      tm_log(TM_LOG_INFO, d->name, "the stored acceleration has another schema: recreating it (B9)");
-      rc = tm_engine_drop(d->acceleration.engine, &eo, r->err);
-      if (rc == TM_OK) rc = tm_engine_open(&created, d->acceleration.engine, r->schema, &eo, r->err);
-      *recreated = true;
+    tm_engine_kind kind = d->acceleration.engine;
+    if (d->acceleration.mode == TM_ENGINE_FILE) {
+      /* Reopen what is stored; a different schema is B9 (drop, create). A
+       * conflict here means another process holds it: never drop then. */
+      rc = tm_engine_open(&created, kind, NULL, &eo, r->err);
+      if (rc == TM_ECORRUPT) {
+        tm_log(TM_LOG_WARN, d->name, "the stored acceleration is damaged, rebuilding it: %s",
+               r->err ? r->err->message : "");
+        rc = tm_engine_drop(kind, &eo, r->err);
+        *recreated = true;
+        if (rc == TM_OK) rc = TM_ENOTFOUND;
+      }
+      if (rc == TM_OK && !tm_schema_equal(tm_engine_schema(created), r->schema)) {
+        tm_log(TM_LOG_INFO, d->name,
+               "the stored acceleration has another schema: recreating it (the saved snapshot "
+               "is discarded, SPEC B9)");
+        tm_engine_release(created);
+        created = NULL;
+        rc = tm_engine_drop(kind, &eo, r->err);
+        *recreated = true;
+        if (rc == TM_OK) rc = TM_ENOTFOUND;
+      }
+      if (rc == TM_ENOTFOUND) rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
+    } else {
+      rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
     }
     if (rc == TM_OK) {
       pthread_mutex_lock(&a->state_lock);
@@ -682,7 +702,11 @@ static int do_refresh(run *r) {
           rc = TM_EINVALID;
       }
     }
-    if (rc == TM_OK && tm_time_bound_rereads(&bound, overlap)) {
+    /* Keyless data needs the multiset de-duplication (A3); keyed data is
+     * resolved by the engine's key rule, which keeps re-reads idempotent
+     * (an identical row is "unchanged"; equal-time ties replay in source
+     * order), so removing re-read rows first would change the outcome. */
+    if (rc == TM_OK && tm_time_bound_rereads(&bound, overlap) && d->acceleration.n_primary_key == 0) {
       rc = tm_dedup_new(&dd, r->schema, a->dedup_budget, a->temp_dir, r->err);
       if (rc == TM_OK) rc = load_window(r, &pred, dd);
     }

@@ -13,3 +13,9 @@ tm() { "$TM_BIN" "$@"; }
 assert_eq() { [[ "$1" == "$2" ]] || fail "${3:-values differ}: got [$1], want [$2]"; }
 assert_contains() { [[ "$1" == *"$2"* ]] || fail "${3:-missing text}: [$2] not in [$1]"; }
 duckdb_query() { node "$TM_SOURCE_DIR/tests/node/duckdb-query.mjs" "$@"; }
+# Writes a Parquet file with DuckDB from a SELECT (an independent writer).
+write_parquet() { duckdb_query "COPY ($2) TO '$1' (FORMAT PARQUET)" >/dev/null; }
+# Rows of a query through `tidemark sql -c CONFIG`, as CSV without the header.
+tm_sql() { local cfg=$1; shift; tm sql -c "$cfg" --format csv "$@" | tail -n +2 | tr -d '\r'; }
+# The summary line of `tidemark refresh` for one dataset (stdout only).
+tm_refresh() { tm refresh "$@" 2>"$T/refresh.err" || { cat "$T/refresh.err" >&2; return 1; }; }

@@ -4,7 +4,9 @@
  * A11, C3, D1, D3). End-to-end tests with Parquet and the CLI are in
  * tests/integration/test_refresh_*.sh.
  */
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <utime.h>
 
@@ -317,5 +319,161 @@ TM_TEST(C3_retention_period_and_sql) {
   totals(&f, &rows, &sum);
   TM_ASSERT_INT_EQ(rows, 1);
   TM_ASSERT_INT_EQ(sum, 2);
+  teardown(&f);
+}
+
+/* The value column of key id 1, read through the engine. */
+static void value_of_key1(fixture *f, char *out, size_t cap) {
+  tm_error err;
+  tm_engine *e = tm_accel_engine(f->a);
+  tm_engine_snapshot *s;
+  TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
+  tm_engine_scan *sc;
+  TM_ASSERT_OK(tm_engine_snapshot_scan(s, NULL, 0, NULL, &sc, &err), &err);
+  int id = tm_schema_find(tm_engine_schema(e), "id"), v = tm_schema_find(tm_engine_schema(e), "v");
+  tm_batch b;
+  int n = 0;
+  out[0] = '\0';
+  while (tm_engine_scan_next(sc, &b, &err) == TM_OK) {
+    tm_colview ic = tm_batch_col(&b, (size_t)id), vc = tm_batch_col(&b, (size_t)v);
+    for (int64_t i = 0; i < b.n_rows; i++)
+      if (tm_colview_int(&ic, i) == 1) {
+        tm_strview sv = tm_colview_bytes(&vc, i);
+        snprintf(out, cap, "%.*s", (int)sv.len, sv.ptr);
+        n++;
+      }
+    tm_batch_release(&b);
+  }
+  TM_ASSERT_INT_EQ(n, 1);
+  tm_engine_scan_free(sc);
+  tm_engine_snapshot_release(s);
+  tm_engine_release(e);
+}
+
+static void a8_case(const char *sub, const char *accel, const char *after_first,
+                    const char *after_late) {
+  fixture f;
+  tm_error err;
+  tm_log_set_level(TM_LOG_ERROR);
+  snprintf(f.dir, sizeof f.dir, "%s/%s", tm_test_tmpdir(), sub);
+  mkdir(f.dir, 0755);
+  char yaml[2048];
+  snprintf(yaml, sizeof yaml,
+           "datasets:\n  - from: file:%s\n    name: events\n    time_column: ts\n"
+           "    time_format: unix_seconds\n    acceleration:\n%s"
+           "      refresh_mode: append\n      refresh_append_overlap: 100s\n      primary_key: id\n"
+           "      params: {file_path: acc-%s}\n",
+           sub, accel, sub);
+  TM_ASSERT_OK(tm_config_load_text(&f.cfg, yaml, strlen(yaml), "t.yaml", tm_test_tmpdir(), &err), &err);
+  tm_accel_options o;
+  tm_accel_options_init(&o);
+  o.base_dir = f.cfg.dir;
+  TM_ASSERT_OK(tm_accel_new(&f.a, &f.cfg.datasets[0], &o, &err), &err);
+  /* Several versions of key 1 in one batch: times 10, 5, 10 (equal to the first). */
+  write_lines(f.dir, "a.jsonl",
+              "{\"id\": 1, \"ts\": 10, \"v\": \"a\"}\n{\"id\": 1, \"ts\": 5, \"v\": \"old\"}\n"
+              "{\"id\": 1, \"ts\": 10, \"v\": \"b\"}\n{\"id\": 2, \"ts\": 10, \"v\": \"z\"}\n");
+  refresh(&f);
+  char v[64];
+  value_of_key1(&f, v, sizeof v);
+  TM_ASSERT_STR_EQ(v, after_first);
+  /* A late, older version of key 1 arrives (inside the overlap window). */
+  write_lines(f.dir, "b.jsonl", "{\"id\": 1, \"ts\": 7, \"v\": \"late\"}\n");
+  refresh(&f);
+  value_of_key1(&f, v, sizeof v);
+  TM_ASSERT_STR_EQ(v, after_late);
+  int64_t rows, sum;
+  totals(&f, &rows, &sum);
+  TM_ASSERT_INT_EQ(rows, 2);
+  teardown(&f);
+}
+
+TM_TEST(A8_cayenne_newest_time_wins_equal_times_later_arrival) {
+  a8_case("c", "      engine: cayenne\n", "b", "b");
+}
+
+TM_TEST(A8_sqlite_upsert_last_arrival_drop_first) {
+  a8_case("su", "      engine: sqlite\n      mode: file\n      on_conflict: {id: upsert}\n", "b", "late");
+  a8_case("sd", "      engine: sqlite\n      mode: file\n", "a", "a");
+}
+
+TM_TEST(A8_arrow_upsert_last_arrival_drop_first) {
+  a8_case("au", "      engine: arrow\n      on_conflict: {id: upsert}\n", "b", "late");
+  a8_case("ad", "      engine: arrow\n", "a", "a");
+}
+
+typedef struct reader_ctx {
+  fixture *f;
+  volatile int stop;
+  int64_t checks, bad;
+} reader_ctx;
+
+static void *reader_main(void *p) {
+  reader_ctx *rc = p;
+  while (!rc->stop) {
+    tm_error err;
+    tm_engine *e = tm_accel_engine(rc->f->a);
+    if (!e) continue;
+    int64_t n = -1;
+    if (tm_engine_row_count(e, &n, &err) != TM_OK || (n != 3000 && n != 5000)) rc->bad++;
+    rc->checks++;
+    tm_engine_release(e);
+  }
+  return NULL;
+}
+
+TM_TEST(A11_C5_full_refresh_swaps_atomically_for_concurrent_readers) {
+  fixture f;
+  setup(&f, "    time_format: unix_seconds\n", "");
+  /* Full refreshes alternate between 3000 and 5000 rows while a thread counts. */
+  tm_buf text = TM_BUF_INIT(1 << 24);
+  tm_error err;
+  for (int i = 0; i < 3000; i++) TM_ASSERT_OK(tm_buf_printf(&text, &err, "{\"id\": %d, \"ts\": %d}\n", i, i), &err);
+  write_lines(f.dir, "a.jsonl", tm_buf_cstr(&text));
+  tm_refresh_request req;
+  tm_refresh_request_init(&req);
+  req.full = true;
+  tm_refresh_result r;
+  TM_ASSERT_OK(tm_accel_refresh(f.a, &req, &r, &err), &err);
+  reader_ctx rc = {&f, 0, 0, 0};
+  pthread_t th;
+  TM_ASSERT(pthread_create(&th, NULL, reader_main, &rc) == 0);
+  for (int round = 0; round < 6; round++) {
+    if (round % 2 == 0) {
+      char name[32];
+      snprintf(name, sizeof name, "b.jsonl");
+      tm_buf more = TM_BUF_INIT(1 << 24);
+      for (int i = 0; i < 2000; i++) TM_ASSERT_OK(tm_buf_printf(&more, &err, "{\"id\": %d, \"ts\": %d}\n", 10000 + i, i), &err);
+      write_lines(f.dir, name, tm_buf_cstr(&more));
+      tm_buf_dispose(&more);
+    } else {
+      char path[2048];
+      snprintf(path, sizeof path, "%s/b.jsonl", f.dir);
+      unlink(path);
+    }
+    TM_ASSERT_OK(tm_accel_refresh(f.a, &req, &r, &err), &err);
+    TM_ASSERT_INT_EQ(r.how, TM_READ_FULL);
+  }
+  rc.stop = 1;
+  pthread_join(th, NULL);
+  tm_test__note("%lld concurrent counts, all 3000 or 5000", (long long)rc.checks);
+  TM_ASSERT(rc.checks > 0);
+  TM_ASSERT_INT_EQ(rc.bad, 0);
+  tm_buf_dispose(&text);
+  teardown(&f);
+}
+
+TM_TEST(B9_schema_change_recreates_the_acceleration) {
+  fixture f;
+  setup(&f, "    time_format: unix_seconds\n", "");
+  write_lines(f.dir, "a.jsonl", "{\"id\": 1, \"ts\": 1}\n");
+  refresh(&f);
+  /* The first file (the schema's source) gains a column. */
+  write_lines(f.dir, "a.jsonl", "{\"id\": 1, \"ts\": 1, \"extra\": \"x\"}\n{\"id\": 2, \"ts\": 2, \"extra\": \"y\"}\n");
+  tm_refresh_result r = refresh(&f);
+  TM_ASSERT_INT_EQ(r.rows_written, 2); /* recreated, then read everything */
+  tm_engine *e = tm_accel_engine(f.a);
+  TM_ASSERT_INT_EQ(tm_engine_schema(e)->n_cols, 3);
+  tm_engine_release(e);
   teardown(&f);
 }
