@@ -638,4 +638,14 @@ void tm_iceberg_added_free(tm_iceberg_added *a);
 bool tm_iceberg_file_may_match(const tm_iceberg_metadata *m, const tm_iceberg_schema *schema,
                                const tm_iceberg_data_file *f, const tm_predicate *filter);
 
+/**
+ * Parses a filter in a small SQL-like syntax over schema's columns into out
+ * (initialised): terms joined by AND, each `col = | < | <= | > | >= literal`,
+ * `col IS [NOT] NULL` or `col IN (literal, ...)`. Literals are numbers,
+ * 'quoted strings' (dates, times, timestamps and decimals too), TRUE or
+ * FALSE, converted to the column's type. TM_EINVALID names the problem.
+ */
+int tm_iceberg_parse_where(const char *text, const tm_iceberg_schema *schema, tm_predicate *out,
+                           tm_error *err) TM_WARN_UNUSED;
+
 #endif

@@ -91,6 +91,15 @@ int tm_iceberg__open_avro(const tm_iceberg_table *t, const char *path, tm_input 
 int tm_iceberg__maybe_gunzip(const void *data, size_t len, char **out, size_t *out_len,
                              tm_error *err) TM_WARN_UNUSED;
 
+/* Converts v (of type from) to type to (convert.c); false when it does not
+ * convert. Byte payloads stay views into v. */
+bool tm_iceberg__convert_value(const tm_value *in, const tm_type *from, const tm_type *to,
+                               tm_value *out);
+/* n rows of src converted to type to, as a new array (col names errors). */
+int tm_iceberg__convert_column(const tm_colview *src, const tm_type *to, int64_t n,
+                               struct ArrowArray *out, const char *col, tm_error *err)
+    TM_WARN_UNUSED;
+
 /* ---- writing (writer.c, manifest_write.c) ---------------------------------- */
 
 /* One manifest entry to write; -1 writes null (inherited) where allowed. */

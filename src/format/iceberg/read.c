@@ -17,105 +17,9 @@
 
 #define POS_PATH_ID 2147483546
 #define POS_POS_ID 2147483545
+#define POS_POS_ID_META 2147483645 /* the _pos metadata column */
 #define READ_ARENA_LIMIT ((size_t)1 << 32)
 #define DELETE_BATCH_ROWS 1024 /* delete files are decoded in small batches */
-
-/* ---- value conversion ------------------------------------------------------ */
-
-static int64_t unit_scale(tm_time_unit u) { return tm_unit_per_second(u); }
-
-/* Converts v (of type from) to type to. False when the types do not convert. */
-static bool convert_value(const tm_value *in, const tm_type *from, const tm_type *to,
-                          tm_value *out) {
-  *out = *in;
-  out->type = to->id;
-  if (in->is_null) return true;
-  tm_type_id f = from->id, t = to->id;
-  bool f_int = tm_type_is_signed_int(from) || f == TM_TYPE_DATE32;
-  bool f_uint = tm_type_is_integer(from) && !tm_type_is_signed_int(from);
-  switch (t) {
-    case TM_TYPE_BOOL:
-      return f == TM_TYPE_BOOL;
-    case TM_TYPE_INT8:
-    case TM_TYPE_INT16:
-    case TM_TYPE_INT32:
-    case TM_TYPE_INT64: {
-      int64_t x;
-      if (f_int && f != TM_TYPE_DATE32) {
-        x = in->v.i;
-      } else if (f_uint && in->v.u <= (uint64_t)INT64_MAX) {
-        x = (int64_t)in->v.u;
-      } else {
-        return false;
-      }
-      int64_t lo = t == TM_TYPE_INT8 ? INT8_MIN : t == TM_TYPE_INT16 ? INT16_MIN
-                   : t == TM_TYPE_INT32 ? INT32_MIN : INT64_MIN;
-      int64_t hi = t == TM_TYPE_INT8 ? INT8_MAX : t == TM_TYPE_INT16 ? INT16_MAX
-                   : t == TM_TYPE_INT32 ? INT32_MAX : INT64_MAX;
-      if (x < lo || x > hi) return false;
-      out->v.i = x;
-      return true;
-    }
-    case TM_TYPE_FLOAT32:
-    case TM_TYPE_FLOAT64:
-      if (f == TM_TYPE_FLOAT32 || f == TM_TYPE_FLOAT64) return true;
-      return false;
-    case TM_TYPE_DECIMAL128:
-      return f == TM_TYPE_DECIMAL128 && from->scale == to->scale;
-    case TM_TYPE_DATE32:
-      return f == TM_TYPE_DATE32;
-    case TM_TYPE_TIME64:
-      if (f != TM_TYPE_TIME64) return false;
-      if (from->unit != to->unit) {
-        int64_t a = unit_scale(from->unit), b = unit_scale(to->unit);
-        out->v.i = a < b ? in->v.i * (b / a) : tm_floor_div(in->v.i, a / b);
-      }
-      return true;
-    case TM_TYPE_TIMESTAMP:
-      if (f == TM_TYPE_DATE32) {
-        out->v.i = in->v.i * 86400 * unit_scale(to->unit);
-        return true;
-      }
-      if (f != TM_TYPE_TIMESTAMP) return false;
-      if (from->unit != to->unit) {
-        int64_t a = unit_scale(from->unit), b = unit_scale(to->unit);
-        out->v.i = a < b ? in->v.i * (b / a) : tm_floor_div(in->v.i, a / b);
-      }
-      return true;
-    case TM_TYPE_UTF8:
-    case TM_TYPE_BINARY:
-      return f == TM_TYPE_UTF8 || f == TM_TYPE_BINARY || f == TM_TYPE_FIXED_BINARY;
-    case TM_TYPE_FIXED_BINARY:
-      return (f == TM_TYPE_FIXED_BINARY || f == TM_TYPE_BINARY) &&
-             in->v.s.len == (size_t)to->width;
-    default:
-      return false;
-  }
-}
-
-/* A column of n rows converted from src (type from) to type to. */
-static int convert_column(const tm_colview *src, const tm_type *to, int64_t n,
-                          struct ArrowArray *out, const char *col, tm_error *err) {
-  tm_colbuilder cb;
-  tm_colbuilder_init(&cb, *to, 0);
-  int rc = tm_colbuilder_reserve(&cb, n, 0, err);
-  for (int64_t i = 0; rc == TM_OK && i < n; i++) {
-    tm_value v, c;
-    tm_colview_get(src, i, &v);
-    if (!convert_value(&v, &src->type, to, &c)) {
-      char a[64], b[64];
-      tm_type_name(&src->type, a, sizeof a);
-      tm_type_name(to, b, sizeof b);
-      rc = tm_error_set(err, TM_EUNSUPPORTED, "column %s: %s value does not convert to %s", col,
-                        a, b);
-      break;
-    }
-    rc = tm_colbuilder_append_value(&cb, &c, err);
-  }
-  if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, out, err);
-  tm_colbuilder_dispose(&cb);
-  return rc;
-}
 
 /* ---- initial defaults (JSON single-value serialisation) --------------------- */
 
@@ -192,7 +96,7 @@ static bool default_value(tm_arena *a, const tm_iceberg_field *f, const tm_type 
         int32_t ns;
         bool zone;
         ok = s && tm_time_parse(s, strlen(s), &sec, &ns, &zone) == TM_OK;
-        out->v.i = ok ? sec * unit_scale(t->unit) + ns / (1000000000 / unit_scale(t->unit)) : 0;
+        out->v.i = ok ? sec * tm_unit_per_second(t->unit) + ns / (1000000000 / tm_unit_per_second(t->unit)) : 0;
         break;
       }
       case TM_TYPE_TIME64: {
@@ -203,7 +107,7 @@ static bool default_value(tm_arena *a, const tm_iceberg_field *f, const tm_type 
         char buf[64];
         snprintf(buf, sizeof buf, "1970-01-01T%s", s ? s : "");
         ok = s && tm_time_parse(buf, strlen(buf), &sec, &ns, &zone) == TM_OK;
-        out->v.i = ok ? sec * unit_scale(t->unit) + ns / (1000000000 / unit_scale(t->unit)) : 0;
+        out->v.i = ok ? sec * tm_unit_per_second(t->unit) + ns / (1000000000 / tm_unit_per_second(t->unit)) : 0;
         break;
       }
       case TM_TYPE_UTF8: {
@@ -651,7 +555,7 @@ static int load_eq(tm_iceberg_rows *r, const tm_iceberg_data_file *d, eq_set **o
         tm_colview c = tm_batch_col(&b, k);
         tm_value v;
         tm_colview_get(&c, i, &v);
-        if (!convert_value(&v, &c.type, &s->types[k], &vals[k])) {
+        if (!tm_iceberg__convert_value(&v, &c.type, &s->types[k], &vals[k])) {
           rc = tm_error_set(err, TM_EUNSUPPORTED, "%s: equality column %d does not convert to "
                                                   "the table type", d->path, (int)s->ids[k]);
           goto done;
@@ -691,7 +595,7 @@ static void missing_value(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_d
     if (tm_iceberg_type_to_tm(fld->type, &from, &ignore) == TM_OK) {
       tm_value v = f->partition[i];
       v.type = from.id;
-      if (convert_value(&v, &from, type, out)) return;
+      if (tm_iceberg__convert_value(&v, &from, type, out)) return;
     }
   }
   if (!default_value(&fs->arena, fld, type, out)) {
@@ -937,7 +841,7 @@ static int apply_equality(const file_state *fs, const tm_batch *raw, uint8_t *ke
         }
         tm_value v;
         tm_colview_get(&cols[k], i, &v);
-        ok = convert_value(&v, &cols[k].type, &s->types[k], &vals[k]);
+        ok = tm_iceberg__convert_value(&v, &cols[k].type, &s->types[k], &vals[k]);
       }
       if (ok && eq_contains(s, vals)) {
         tm_bit_clear(keep, i);
@@ -949,9 +853,10 @@ static int apply_equality(const file_state *fs, const tm_batch *raw, uint8_t *ke
 }
 
 /* Builds the output batch of raw's rows. */
-static int build_output(tm_iceberg_rows *r, file_state *fs, tm_batch *raw, tm_batch *out,
-                        tm_error *err) {
-  struct ArrowArray *cols = tm_calloc(r->n_out ? r->n_out : 1, sizeof *cols);
+static int build_output(tm_iceberg_rows *r, file_state *fs, tm_batch *raw, int64_t start,
+                        tm_batch *out, tm_error *err) {
+  size_t n_cols = r->out_schema.n_cols;
+  struct ArrowArray *cols = tm_calloc(n_cols ? n_cols : 1, sizeof *cols);
   if (!cols) return tm_error_nomem(err);
   int64_t n = raw->n_rows;
   int rc = TM_OK;
@@ -972,10 +877,19 @@ static int build_output(tm_iceberg_rows *r, file_state *fs, tm_batch *raw, tm_ba
         rc = tm_batch_take_column(raw, (size_t)src, &cols[j], err);
         taken[src] = true;
       } else {
-        rc = convert_column(&c, type, n, &cols[j], r->out_schema.cols[j].name, err);
+        rc = tm_iceberg__convert_column(&c, type, n, &cols[j], r->out_schema.cols[j].name, err);
       }
     }
     if (rc == TM_OK) built = j + 1;
+  }
+  if (rc == TM_OK && r->o.with_positions) {
+    tm_colbuilder cb;
+    tm_colbuilder_init(&cb, tm_type_of(TM_TYPE_INT64), 0);
+    rc = tm_colbuilder_reserve(&cb, n, 0, err);
+    for (int64_t i = 0; rc == TM_OK && i < n; i++) rc = tm_colbuilder_append_int(&cb, start + i, err);
+    if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, &cols[r->n_out], err);
+    tm_colbuilder_dispose(&cb);
+    if (rc == TM_OK) built = n_cols;
   }
   tm_free(taken);
   if (rc == TM_OK) {
@@ -1033,7 +947,7 @@ static int read_batch(tm_iceberg_rows *r, tm_batch *out, tm_error *err) {
     rc = apply_equality(fs, &raw, keep, &deleted, err);
     tm_batch full;
     tm_batch_init(&full);
-    if (rc == TM_OK) rc = build_output(r, fs, &raw, &full, err);
+    if (rc == TM_OK) rc = build_output(r, fs, &raw, start, &full, err);
     tm_batch_release(&raw);
     if (rc == TM_OK && deleted) {
       tm_batch kept;
@@ -1109,6 +1023,10 @@ static int setup(tm_iceberg_rows *r, const tm_iceberg_table *t, const tm_iceberg
     r->out_fields[j] = f;
   }
   r->n_out = n;
+  if (r->o.with_positions) {
+    TM_TRY(tm_schema_add(&r->out_schema, TM_ICEBERG_POS_COLUMN, tm_type_of(TM_TYPE_INT64), false,
+                         POS_POS_ID_META, err));
+  }
   if (r->o.filter_rows && r->o.filter) {
     for (size_t i = 0; i < r->o.filter->n_terms; i++) {
       if (tm_schema_find(&r->out_schema, r->o.filter->terms[i].column) < 0) {

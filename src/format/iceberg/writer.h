@@ -107,6 +107,119 @@ int tm_iceberg_commit_finish(tm_iceberg_commit *c, int64_t *snapshot_id_out, tm_
     TM_WARN_UNUSED;
 void tm_iceberg_commit_free(tm_iceberg_commit *c);
 
+/* ---- data files ------------------------------------------------------------ */
+
+typedef struct tm_iceberg_data_writer_options {
+  int version;                  /* TM_ICEBERG_DATA_WRITER_OPTIONS_VERSION */
+  int content;                  /* tm_iceberg_content; default DATA */
+  const int32_t *equality_ids;  /* EQUALITY_DELETES: the columns, by field id */
+  size_t n_equality_ids;
+  const tm_value *partition;    /* delete files: their partition (spec_id's result types) */
+  int32_t spec_id;              /* delete files: the spec of partition */
+  int64_t target_file_bytes;    /* roll to a new file past this size; 0: 64 MiB */
+} tm_iceberg_data_writer_options;
+
+#define TM_ICEBERG_DATA_WRITER_OPTIONS_VERSION 1
+#define TM_ICEBERG_DATA_WRITER_OPTIONS_INIT \
+  {TM_ICEBERG_DATA_WRITER_OPTIONS_VERSION, TM_ICEBERG_CONTENT_DATA, NULL, 0, NULL, 0, 0}
+
+typedef struct tm_iceberg_data_writer tm_iceberg_data_writer;
+
+/**
+ * Writes Parquet data or delete files under the table's data/ folder (with
+ * Iceberg field ids), split by the default spec's partitions for data, and
+ * describes them (metrics: value, null and NaN counts, column sizes, lower
+ * and upper bounds, split offsets) for tm_iceberg_commit_add_file. Batches
+ * are matched to the columns by name (ASCII case-insensitive) and converted
+ * to the table's types; missing nullable columns are NULL. Data files hold
+ * the table's columns (nested columns cannot be written: TM_EUNSUPPORTED);
+ * position delete files file_path and pos; equality delete files the
+ * equality columns. Caller owns *out (tm_iceberg_data_writer_free).
+ */
+int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_table *t,
+                               const tm_iceberg_data_writer_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
+/** The columns written (names, types, field ids); valid while w lives. */
+const tm_schema *tm_iceberg_data_writer_schema(const tm_iceberg_data_writer *w);
+int tm_iceberg_data_writer_write(tm_iceberg_data_writer *w, const tm_batch *b, tm_error *err)
+    TM_WARN_UNUSED;
+/** Closes and publishes the open files (exclusive creates through the io). */
+int tm_iceberg_data_writer_finish(tm_iceberg_data_writer *w, tm_error *err) TM_WARN_UNUSED;
+/** The files written so far; valid while w lives. */
+size_t tm_iceberg_data_writer_files(const tm_iceberg_data_writer *w,
+                                    const tm_iceberg_data_file **out);
+void tm_iceberg_data_writer_free(tm_iceberg_data_writer *w);
+
+/* ---- table operations ------------------------------------------------------ */
+
+/** Supplies input rows: TM_OK with a batch in out, TM_ITEROVER at the end. */
+typedef int (*tm_iceberg_batch_fn)(void *payload, tm_batch *out, tm_error *err);
+
+typedef struct tm_iceberg_op_options {
+  int version;                /* TM_ICEBERG_OP_OPTIONS_VERSION */
+  int64_t target_file_bytes;  /* data files roll past this size; 0: 64 MiB */
+} tm_iceberg_op_options;
+
+#define TM_ICEBERG_OP_OPTIONS_VERSION 1
+#define TM_ICEBERG_OP_OPTIONS_INIT {TM_ICEBERG_OP_OPTIONS_VERSION, 0}
+
+typedef struct tm_iceberg_op_result {
+  int64_t snapshot_id;        /* -1 when there was nothing to commit */
+  int64_t data_files_added;
+  int64_t delete_files_added;
+  int64_t files_removed;
+  int64_t rows_added;         /* rows in the data files added */
+  int64_t rows_deleted;       /* rows removed (deleted, or not rewritten) */
+} tm_iceberg_op_result;
+
+/** One "append" snapshot of the rows next supplies (no snapshot for no rows). */
+int tm_iceberg_append(tm_iceberg_table *t, tm_iceberg_batch_fn next, void *payload,
+                      const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                      tm_error *err) TM_WARN_UNUSED;
+/**
+ * Appends Parquet (*.parquet) or CSV (*.csv, with a header row, typed by the
+ * table's schema) files, opened through the table's io, in one "append"
+ * snapshot. Columns are matched by name.
+ */
+int tm_iceberg_append_files(tm_iceberg_table *t, const char *const *paths, size_t n_paths,
+                            const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                            tm_error *err) TM_WARN_UNUSED;
+/**
+ * One "overwrite" snapshot: the live rows matching where are removed (files
+ * whose rows all match are dropped, others rewritten without the matching
+ * rows, deletes applied) and the given files are added.
+ */
+int tm_iceberg_overwrite(tm_iceberg_table *t, const tm_predicate *where,
+                         const char *const *paths, size_t n_paths,
+                         const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                         tm_error *err) TM_WARN_UNUSED;
+
+typedef enum tm_iceberg_delete_mode {
+  TM_ICEBERG_DELETE_POSITION = 0, /* position delete files (merge-on-read) */
+  TM_ICEBERG_DELETE_EQUALITY,     /* equality delete files on given columns */
+  TM_ICEBERG_DELETE_COPY_ON_WRITE /* rewrite the files without the rows */
+} tm_iceberg_delete_mode;
+
+/**
+ * One "delete" snapshot removing the live rows matching where: whole files
+ * whose rows all match are dropped; otherwise position delete files (one per
+ * partition), equality delete files with the distinct values of eq_columns
+ * of the matching rows (every row with those values is deleted), or
+ * rewritten files. No snapshot when nothing matches.
+ */
+int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
+                            tm_iceberg_delete_mode mode, const char *const *eq_columns,
+                            size_t n_eq_columns, const tm_iceberg_op_options *opts,
+                            tm_iceberg_op_result *res, tm_error *err) TM_WARN_UNUSED;
+/**
+ * One "replace" snapshot rewriting the live rows (deletes applied) into as
+ * few data files as the target size allows, per partition of the default
+ * spec, and dropping every delete file: the same rows, fewer files. No
+ * snapshot when the table is already one file per partition without deletes.
+ */
+int tm_iceberg_compact(tm_iceberg_table *t, const tm_iceberg_op_options *opts,
+                       tm_iceberg_op_result *res, tm_error *err) TM_WARN_UNUSED;
+
 /* ---- metadata-only commits ------------------------------------------------ */
 
 /**

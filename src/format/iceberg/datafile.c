@@ -1,0 +1,629 @@
+/*
+ * datafile.c - writing Iceberg data and delete files as Parquet, split by
+ * partition, with the metrics manifests carry (format layer). See writer.h.
+ *
+ * Each open file is built in memory by the Parquet writer and published
+ * with an exclusive create through the table's io when it reaches the
+ * target size or when the writer finishes. Metrics are accumulated from
+ * the rows written (bounds, null and NaN counts) and from the file's own
+ * footer (column sizes, row-group split offsets).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "format/arrow/render.h"
+#include "format/iceberg/iceberg.h"
+#include "format/iceberg/iceberg_int.h"
+#include "format/iceberg/writer.h"
+#include "format/parquet/parquet.h"
+#include "util/alloc.h"
+#include "util/hash.h"
+
+#define DEFAULT_TARGET_BYTES ((int64_t)64 << 20)
+#define BOUND_PREFIX 16 /* string and binary bounds keep 16 bytes, as Iceberg's default */
+#define WRITER_ARENA_LIMIT ((size_t)1 << 32)
+#define POS_PATH_ID 2147483546
+#define POS_POS_ID 2147483545
+
+typedef struct col_acc {
+  bool has;
+  tm_value min, max;  /* payloads in min_buf / max_buf */
+  tm_buf min_buf, max_buf;
+  int64_t nulls, nans;
+} col_acc;
+
+typedef struct open_file {
+  tm_value *partition; /* n_partition values, payloads in the writer's arena */
+  tm_parquet_writer *pw;
+  tm_buf bytes;
+  int64_t rows;
+  col_acc *acc;        /* one per written column */
+  char *key;           /* owned: partition key in the map */
+} open_file;
+
+struct tm_iceberg_data_writer {
+  const tm_iceberg_table *t;
+  const tm_iceberg_metadata *m;
+  const tm_iceberg_spec *spec;
+  tm_iceberg_data_writer_options o;
+  tm_schema out;                 /* columns written, with field ids */
+  tm_iceberg_type *types;        /* Iceberg type per written column */
+  tm_type *ptypes;               /* partition result types */
+  int *pcol;                     /* per partition field: written column of its source, -1 */
+  const tm_iceberg_type **psrc;  /* per partition field: the source's Iceberg type */
+  tm_map open;                   /* partition key -> open_file* */
+  tm_iceberg_data_file *done;
+  size_t n_done, cap_done;
+  tm_arena arena;
+  int64_t n_files;
+  char uuid[37];
+};
+
+static void acc_dispose(col_acc *a) {
+  tm_buf_dispose(&a->min_buf);
+  tm_buf_dispose(&a->max_buf);
+}
+
+static void open_file_free(void *p) {
+  open_file *f = p;
+  if (!f) return;
+  tm_parquet_writer_free(f->pw);
+  tm_buf_dispose(&f->bytes);
+  tm_free(f->key);
+  tm_free(f->acc ? (void *)f->acc : NULL);
+  tm_free(f);
+}
+
+static void free_open_file_accs(open_file *f, size_t n) {
+  for (size_t i = 0; f->acc && i < n; i++) acc_dispose(&f->acc[i]);
+}
+
+/* ---- setup -------------------------------------------------------------------- */
+
+static int add_column(tm_iceberg_data_writer *w, const char *name, const tm_iceberg_type *it,
+                      bool nullable, int32_t id, tm_error *err) {
+  tm_type t;
+  if (!tm_iceberg_type_is_primitive(it) || it->id == TM_ICEBERG_UNKNOWN ||
+      it->id == TM_ICEBERG_VARIANT || it->id == TM_ICEBERG_GEOMETRY ||
+      it->id == TM_ICEBERG_GEOGRAPHY) {
+    return tm_error_set(err, TM_EUNSUPPORTED, "column %s: writing %s values is not supported",
+                        name, tm_iceberg_type_name(it->id));
+  }
+  TM_TRY(tm_iceberg_type_to_tm(it, &t, err));
+  TM_TRY(tm_schema_add(&w->out, name, t, nullable, id, err));
+  w->types[w->out.n_cols - 1] = *it;
+  return TM_OK;
+}
+
+int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_table *t,
+                               const tm_iceberg_data_writer_options *opts, tm_error *err) {
+  tm_iceberg_data_writer *w = tm_calloc(1, sizeof *w);
+  if (!w) return tm_error_nomem(err);
+  int rc;
+  tm_iceberg_data_writer_options dflt = TM_ICEBERG_DATA_WRITER_OPTIONS_INIT;
+  w->o = opts ? *opts : dflt;
+  if (w->o.target_file_bytes <= 0) w->o.target_file_bytes = DEFAULT_TARGET_BYTES;
+  w->t = t;
+  w->m = tm_iceberg_table_metadata(t);
+  tm_schema_init(&w->out);
+  tm_map_init(&w->open);
+  tm_arena_init(&w->arena, WRITER_ARENA_LIMIT);
+  tm_iceberg_uuid(w->uuid);
+  const tm_iceberg_schema *schema = tm_iceberg_metadata_current_schema(w->m);
+  bool is_data = w->o.content == TM_ICEBERG_CONTENT_DATA;
+  w->spec = tm_iceberg_metadata_spec(w->m, is_data ? w->m->default_spec_id : w->o.spec_id);
+  if (!w->spec) {
+    rc = tm_error_set(err, TM_EINVALID, "unknown partition spec %d", (int)w->o.spec_id);
+    goto done;
+  }
+  size_t max_cols = schema->root->n_fields + 2 + w->o.n_equality_ids;
+  w->types = tm_calloc(max_cols, sizeof *w->types);
+  if (!w->types) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  if (is_data) {
+    for (size_t i = 0; i < schema->root->n_fields; i++) {
+      const tm_iceberg_field *f = &schema->root->fields[i];
+      TM_CHECK(add_column(w, f->name, f->type, !f->required, f->id, err));
+    }
+  } else if (w->o.content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+    tm_iceberg_type str = {0}, lng = {0};
+    str.id = TM_ICEBERG_STRING;
+    lng.id = TM_ICEBERG_LONG;
+    TM_CHECK(add_column(w, "file_path", &str, false, POS_PATH_ID, err));
+    TM_CHECK(add_column(w, "pos", &lng, false, POS_POS_ID, err));
+  } else if (w->o.content == TM_ICEBERG_CONTENT_EQUALITY_DELETES) {
+    if (!w->o.n_equality_ids) {
+      rc = tm_error_set(err, TM_EINVALID, "equality deletes need equality columns");
+      goto done;
+    }
+    for (size_t i = 0; i < w->o.n_equality_ids; i++) {
+      const tm_iceberg_field *f = tm_iceberg_schema_find_id(schema, w->o.equality_ids[i]);
+      if (!f) {
+        rc = tm_error_set(err, TM_EINVALID, "equality column %d is not in the schema",
+                          (int)w->o.equality_ids[i]);
+        goto done;
+      }
+      TM_CHECK(add_column(w, f->name, f->type, !f->required, f->id, err));
+    }
+  } else {
+    rc = tm_error_set(err, TM_EINVALID, "unknown content kind %d", w->o.content);
+    goto done;
+  }
+  size_t np = w->spec->n_fields;
+  w->ptypes = tm_calloc(np ? np : 1, sizeof *w->ptypes);
+  w->pcol = tm_calloc(np ? np : 1, sizeof *w->pcol);
+  w->psrc = tm_calloc(np ? np : 1, sizeof *w->psrc);
+  if (!w->ptypes || !w->pcol || !w->psrc) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  for (size_t i = 0; i < np; i++) {
+    const tm_iceberg_partition_field *pf = &w->spec->fields[i];
+    const tm_iceberg_field *src = tm_iceberg_schema_find_id(schema, pf->source_id);
+    if (!src) {
+      rc = tm_error_set(err, TM_EINVALID, "partition source column %d is not in the schema",
+                        (int)pf->source_id);
+      goto done;
+    }
+    w->psrc[i] = src->type;
+    TM_CHECK(tm_iceberg_transform_result(&pf->transform, src->type, &w->ptypes[i], err));
+    w->pcol[i] = -1;
+    for (size_t k = 0; k < w->out.n_cols; k++) {
+      if (w->out.cols[k].field_id == pf->source_id) w->pcol[i] = (int)k;
+    }
+    if (is_data && w->pcol[i] < 0) {
+      rc = tm_error_set(err, TM_EINVALID, "partition source %s is not written", src->name);
+      goto done;
+    }
+  }
+  *out = w;
+  return TM_OK;
+done:
+  tm_iceberg_data_writer_free(w);
+  return rc;
+}
+
+const tm_schema *tm_iceberg_data_writer_schema(const tm_iceberg_data_writer *w) {
+  return &w->out;
+}
+
+/* ---- metrics ------------------------------------------------------------------- */
+
+static bool is_bytes(tm_type_id t) {
+  return t == TM_TYPE_UTF8 || t == TM_TYPE_BINARY || t == TM_TYPE_FIXED_BINARY;
+}
+
+static int keep_value(tm_value *dst, tm_buf *buf, const tm_value *v, tm_error *err) {
+  *dst = *v;
+  if (!is_bytes(v->type)) return TM_OK;
+  tm_buf_clear(buf);
+  TM_TRY(tm_buf_append(buf, v->v.s.ptr, v->v.s.len, err));
+  dst->v.s.ptr = buf->ptr ? buf->ptr : "";
+  return TM_OK;
+}
+
+static int accumulate(open_file *of, const tm_batch *b, tm_error *err) {
+  for (size_t c = 0; c < b->schema.n_cols; c++) {
+    col_acc *a = &of->acc[c];
+    tm_colview cv = tm_batch_col(b, c);
+    for (int64_t i = 0; i < b->n_rows; i++) {
+      tm_value v;
+      tm_colview_get(&cv, i, &v);
+      if (v.is_null) {
+        a->nulls++;
+        continue;
+      }
+      if ((v.type == TM_TYPE_FLOAT32 || v.type == TM_TYPE_FLOAT64) && isnan(v.v.f)) {
+        a->nans++;
+        continue;
+      }
+      if (!a->has || tm_value_cmp(&v, &a->min) < 0) TM_TRY(keep_value(&a->min, &a->min_buf, &v, err));
+      if (!a->has || tm_value_cmp(&v, &a->max) > 0) TM_TRY(keep_value(&a->max, &a->max_buf, &v, err));
+      a->has = true;
+    }
+  }
+  return TM_OK;
+}
+
+/* A prefix of s cut at a UTF-8 character boundary, at most max bytes. */
+static size_t utf8_cut(const char *s, size_t len, size_t max) {
+  if (len <= max) return len;
+  size_t n = max;
+  while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) n--;
+  return n;
+}
+
+/* Bounds in the single-value serialisation; long strings keep a prefix as
+ * the lower bound and no upper bound (an incremented prefix could be
+ * invalid UTF-8). */
+static int bound_bytes(tm_arena *a, const tm_iceberg_type *t, const tm_value *v, bool upper,
+                       tm_strview *out, bool *has, tm_error *err) {
+  tm_value x = *v;
+  if (t->id == TM_ICEBERG_STRING || t->id == TM_ICEBERG_BINARY) {
+    size_t n = t->id == TM_ICEBERG_STRING ? utf8_cut(v->v.s.ptr, v->v.s.len, BOUND_PREFIX)
+                                          : (v->v.s.len < BOUND_PREFIX ? v->v.s.len : BOUND_PREFIX);
+    if (n < v->v.s.len) {
+      if (upper) {
+        *has = false;
+        return TM_OK;
+      }
+      x.v.s.len = n;
+    }
+  }
+  tm_buf b = TM_BUF_INIT(1 << 20);
+  int rc = tm_iceberg_value_to_bytes(t, &x, &b, err);
+  char *p = rc == TM_OK ? tm_arena_strndup(a, b.ptr ? b.ptr : "", b.len, err) : NULL;
+  if (rc == TM_OK && !p) rc = err->code;
+  if (rc == TM_OK) {
+    *out = tm_sv(p, b.len);
+    *has = true;
+  }
+  tm_buf_dispose(&b);
+  return rc;
+}
+
+/* Column sizes and split offsets from the written file's footer. */
+static int footer_metrics(tm_iceberg_data_writer *w, open_file *of, tm_iceberg_data_file *d,
+                          tm_error *err) {
+  tm_input *in = NULL;
+  tm_parquet_file *pf = NULL;
+  TM_TRY(tm_input_open_memory(&in, "new data file", of->bytes.ptr, of->bytes.len, false, err));
+  TM_TRY(tm_parquet_open(&pf, in, NULL, err));
+  size_t n_rg = tm_parquet_num_row_groups(pf), n_leaves = tm_parquet_num_leaves(pf);
+  int rc = TM_OK;
+  d->split_offsets = tm_arena_calloc(&w->arena, n_rg ? n_rg : 1, sizeof *d->split_offsets, err);
+  if (!d->split_offsets) rc = err->code;
+  for (size_t rg = 0; rc == TM_OK && rg < n_rg; rg++) {
+    int64_t first = -1;
+    for (size_t l = 0; rc == TM_OK && l < n_leaves; l++) {
+      tm_parquet_chunk_info ci;
+      rc = tm_parquet_chunk_info_at(pf, rg, l, &ci, err);
+      if (rc < 0) break;
+      int64_t start = ci.dictionary_page_offset >= 0 && ci.dictionary_page_offset < ci.data_page_offset
+                          ? ci.dictionary_page_offset
+                          : ci.data_page_offset;
+      if (first < 0 || start < first) first = start;
+      if (ci.field < d->n_stats && d->stats[ci.field].column_size >= 0) {
+        d->stats[ci.field].column_size += ci.compressed_size;
+      } else if (ci.field < d->n_stats) {
+        d->stats[ci.field].column_size = ci.compressed_size;
+      }
+    }
+    d->split_offsets[rg] = first;
+  }
+  d->n_split_offsets = n_rg;
+  tm_parquet_close(pf);
+  return rc;
+}
+
+static void render_part(tm_buf *path, const tm_type *t, const tm_value *v) {
+  tm_buf text = TM_BUF_INIT(1 << 16);
+  tm_error ignore;
+  if (v->is_null || tm_value_render(&text, t, v, &ignore) < 0) {
+    tm_buf_clear(&text);
+    (void)!tm_buf_puts(&text, "null", &ignore);
+  }
+  static const char hex[] = "0123456789ABCDEF";
+  for (size_t i = 0; i < text.len; i++) {
+    unsigned char ch = (unsigned char)text.ptr[i];
+    bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 ch == '-' || ch == '_' || ch == '.';
+    if (plain) {
+      (void)!tm_buf_putc(path, (char)ch, &ignore);
+    } else {
+      char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+      (void)!tm_buf_append(path, e, 3, &ignore);
+    }
+  }
+  tm_buf_dispose(&text);
+}
+
+/* Closes, publishes and describes one open file. */
+static int close_file(tm_iceberg_data_writer *w, open_file *of, tm_error *err) {
+  int rc = tm_parquet_writer_close(of->pw, err);
+  of->pw = NULL;
+  if (rc < 0) return rc;
+  tm_buf rel = TM_BUF_INIT(1 << 16);
+  TM_TRY(tm_buf_puts(&rel, "data/", err));
+  for (size_t i = 0; i < w->spec->n_fields; i++) {
+    TM_TRY(tm_buf_printf(&rel, err, "%s=", w->spec->fields[i].name));
+    render_part(&rel, &w->ptypes[i], &of->partition[i]);
+    TM_TRY(tm_buf_putc(&rel, '/', err));
+  }
+  const char *kind = w->o.content == TM_ICEBERG_CONTENT_DATA ? ""
+                     : w->o.content == TM_ICEBERG_CONTENT_POSITION_DELETES ? "-pos-deletes"
+                                                                          : "-eq-deletes";
+  rc = tm_buf_printf(&rel, err, "%s-%05lld%s.parquet", w->uuid, (long long)++w->n_files, kind);
+  const char *path = rc == TM_OK ? tm_iceberg__location_path(&w->arena, w->t, rel.ptr, err) : NULL;
+  tm_buf_dispose(&rel);
+  if (!path) return rc < 0 ? rc : err->code;
+  TM_TRY(tm_iceberg__write_file(w->t, path, of->bytes.ptr, of->bytes.len, true, err));
+  if (w->n_done == w->cap_done) {
+    size_t cap = w->cap_done ? w->cap_done * 2 : 8;
+    tm_iceberg_data_file *v = tm_arena_calloc(&w->arena, cap, sizeof *v, err);
+    if (!v) return err->code;
+    if (w->n_done) memcpy(v, w->done, w->n_done * sizeof *v);
+    w->done = v;
+    w->cap_done = cap;
+  }
+  tm_iceberg_data_file *d = &w->done[w->n_done];
+  memset(d, 0, sizeof *d);
+  d->path = path;
+  d->format = "PARQUET";
+  d->content = w->o.content;
+  d->spec_id = w->spec->spec_id;
+  d->partition = of->partition;
+  d->n_partition = w->spec->n_fields;
+  d->record_count = of->rows;
+  d->file_size = (int64_t)of->bytes.len;
+  d->sort_order_id = -1;
+  size_t nc = w->out.n_cols;
+  d->stats = tm_arena_calloc(&w->arena, nc ? nc : 1, sizeof *d->stats, err);
+  if (!d->stats) return err->code;
+  for (size_t c = 0; c < nc; c++) {
+    tm_iceberg_col_stats *s = &d->stats[c];
+    col_acc *a = &of->acc[c];
+    s->field_id = w->out.cols[c].field_id;
+    s->value_count = of->rows;
+    s->null_count = a->nulls;
+    bool fl = w->types[c].id == TM_ICEBERG_FLOAT || w->types[c].id == TM_ICEBERG_DOUBLE;
+    s->nan_count = fl ? a->nans : -1;
+    s->column_size = -1;
+    if (a->has) {
+      TM_TRY(bound_bytes(&w->arena, &w->types[c], &a->min, false, &s->lower, &s->has_lower, err));
+      TM_TRY(bound_bytes(&w->arena, &w->types[c], &a->max, true, &s->upper, &s->has_upper, err));
+    }
+  }
+  d->n_stats = nc;
+  if (w->o.content == TM_ICEBERG_CONTENT_EQUALITY_DELETES) {
+    d->equality_ids = tm_arena_calloc(&w->arena, w->o.n_equality_ids, sizeof *d->equality_ids, err);
+    if (!d->equality_ids) return err->code;
+    memcpy(d->equality_ids, w->o.equality_ids, w->o.n_equality_ids * sizeof *d->equality_ids);
+    d->n_equality_ids = w->o.n_equality_ids;
+  }
+  TM_TRY(footer_metrics(w, of, d, err));
+  w->n_done++;
+  return TM_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------- */
+
+static int open_new(tm_iceberg_data_writer *w, const char *key, size_t key_len,
+                    const tm_value *part, open_file **out, tm_error *err) {
+  open_file *of = tm_calloc(1, sizeof *of);
+  if (!of) return tm_error_nomem(err);
+  int rc;
+  tm_buf_init(&of->bytes, (size_t)w->o.target_file_bytes * 4 + ((size_t)256 << 20));
+  of->acc = tm_calloc(w->out.n_cols ? w->out.n_cols : 1, sizeof *of->acc);
+  of->key = tm_strndup(key, key_len);
+  size_t np = w->spec->n_fields;
+  of->partition = tm_arena_calloc(&w->arena, np ? np : 1, sizeof *of->partition, err);
+  if (!of->acc || !of->key || !of->partition) {
+    rc = of->partition ? tm_error_nomem(err) : err->code;
+    goto fail;
+  }
+  for (size_t c = 0; c < w->out.n_cols; c++) {
+    tm_buf_init(&of->acc[c].min_buf, (size_t)1 << 24);
+    tm_buf_init(&of->acc[c].max_buf, (size_t)1 << 24);
+  }
+  for (size_t i = 0; i < np; i++) {
+    of->partition[i] = part[i];
+    if (!part[i].is_null && is_bytes(part[i].type)) {
+      char *p = tm_arena_strndup(&w->arena, part[i].v.s.ptr, part[i].v.s.len, err);
+      if (!p) {
+        rc = err->code;
+        goto fail;
+      }
+      of->partition[i].v.s.ptr = p;
+    }
+  }
+  tm_parquet_writer_options po = TM_PARQUET_WRITER_OPTIONS_INIT;
+  po.row_group_bytes = (size_t)(w->o.target_file_bytes < ((int64_t)16 << 20)
+                                    ? w->o.target_file_bytes
+                                    : ((int64_t)16 << 20));
+  rc = tm_parquet_writer_new(&of->pw, &w->out, &po, tm_parquet_sink_buf, &of->bytes, err);
+  if (rc < 0) goto fail;
+  rc = tm_map_put(&w->open, key, key_len, of, NULL, err);
+  if (rc < 0) goto fail;
+  *out = of;
+  return TM_OK;
+fail:
+  free_open_file_accs(of, w->out.n_cols);
+  open_file_free(of);
+  return rc;
+}
+
+static int append_rows(tm_iceberg_data_writer *w, open_file *of, const tm_batch *b,
+                       tm_error *err) {
+  TM_TRY(accumulate(of, b, err));
+  TM_TRY(tm_parquet_writer_write(of->pw, b, err));
+  of->rows += b->n_rows;
+  if ((int64_t)of->bytes.len >= w->o.target_file_bytes) {
+    tm_map_remove(&w->open, of->key, strlen(of->key));
+    int rc = close_file(w, of, err);
+    free_open_file_accs(of, w->out.n_cols);
+    open_file_free(of);
+    return rc;
+  }
+  return TM_OK;
+}
+
+/* The input batch as the written columns: by name, converted. */
+static int conform(tm_iceberg_data_writer *w, const tm_batch *in, tm_batch *out, tm_error *err) {
+  size_t n = w->out.n_cols;
+  struct ArrowArray *cols = tm_calloc(n ? n : 1, sizeof *cols);
+  if (!cols) return tm_error_nomem(err);
+  int rc = TM_OK;
+  size_t built = 0;
+  for (size_t c = 0; c < n && rc == TM_OK; c++) {
+    const tm_column *col = &w->out.cols[c];
+    int src = tm_schema_find(&in->schema, col->name);
+    if (src < 0) src = tm_schema_find_nocase(&in->schema, col->name);
+    if (src < 0) {
+      if (!col->nullable) {
+        rc = tm_error_set(err, TM_EINVALID, "required column %s is missing from the input",
+                          col->name);
+        break;
+      }
+      rc = tm_array_make_nulls(col->type, in->n_rows, &cols[c], err);
+    } else {
+      tm_colview cv = tm_batch_col(in, (size_t)src);
+      if (!col->nullable && cv.null_count > 0) {
+        rc = tm_error_set(err, TM_EINVALID, "required column %s has NULL values", col->name);
+        break;
+      }
+      rc = tm_iceberg__convert_column(&cv, &col->type, in->n_rows, &cols[c], col->name, err);
+    }
+    if (rc == TM_OK) built = c + 1;
+  }
+  for (size_t i = 0; rc == TM_OK && i < in->schema.n_cols; i++) {
+    if (tm_schema_find_nocase(&w->out, in->schema.cols[i].name) < 0) {
+      rc = tm_error_set(err, TM_EINVALID, "input column %s is not in the table",
+                        in->schema.cols[i].name);
+    }
+  }
+  if (rc == TM_OK) {
+    rc = tm_batch_from_arrays(out, &w->out, cols, in->n_rows, err);
+    built = 0;
+  }
+  for (size_t i = 0; i < built; i++)
+    if (cols[i].release) cols[i].release(&cols[i]);
+  tm_free(cols);
+  return rc;
+}
+
+/* The canonical key of a partition tuple. */
+static int part_key(int32_t spec_id, const tm_value *vals, size_t n, tm_buf *out, tm_error *err) {
+  tm_iceberg_data_file f;
+  memset(&f, 0, sizeof f);
+  f.spec_id = spec_id;
+  f.partition = (tm_value *)vals;
+  f.n_partition = n;
+  tm_buf_clear(out);
+  return tm_iceberg__partition_key(&f, out, err);
+}
+
+int tm_iceberg_data_writer_write(tm_iceberg_data_writer *w, const tm_batch *b, tm_error *err) {
+  if (b->n_rows == 0) return TM_OK;
+  tm_batch conv;
+  tm_batch_init(&conv);
+  TM_TRY(conform(w, b, &conv, err));
+  size_t np = w->spec->n_fields;
+  tm_buf key = TM_BUF_INIT(1 << 20);
+  int rc = TM_OK;
+  if (w->o.content != TM_ICEBERG_CONTENT_DATA || np == 0) {
+    /* One partition for the whole batch. */
+    const tm_value *part = w->o.partition;
+    tm_value none[1];
+    if (!part || np == 0) part = none;
+    rc = part_key(w->spec->spec_id, part, np, &key, err);
+    open_file *of = rc == TM_OK ? tm_map_get(&w->open, key.ptr, key.len, NULL) : NULL;
+    if (rc == TM_OK && !of) rc = open_new(w, key.ptr, key.len, part, &of, err);
+    if (rc == TM_OK) rc = append_rows(w, of, &conv, err);
+    tm_buf_dispose(&key);
+    tm_batch_release(&conv);
+    return rc;
+  }
+  /* Data: group rows by their partition tuple. */
+  int64_t n = conv.n_rows;
+  tm_value *part = tm_calloc(np, sizeof *part);
+  size_t *group = tm_calloc((size_t)n, sizeof *group);
+  tm_map groups;
+  tm_map_init(&groups);
+  size_t n_groups = 0;
+  tm_value *firsts = tm_calloc((size_t)n * np, sizeof *firsts); /* each group's tuple */
+  if (!part || !group || !firsts) rc = tm_error_nomem(err);
+  for (int64_t i = 0; rc == TM_OK && i < n; i++) {
+    for (size_t k = 0; k < np && rc == TM_OK; k++) {
+      tm_colview cv = tm_batch_col(&conv, (size_t)w->pcol[k]);
+      tm_value v;
+      uint8_t scratch[16];
+      tm_colview_get(&cv, i, &v);
+      rc = tm_iceberg_transform_apply(&w->spec->fields[k].transform, w->psrc[k], &v, &part[k],
+                                      scratch, err);
+    }
+    if (rc == TM_OK) rc = part_key(w->spec->spec_id, part, np, &key, err);
+    if (rc < 0) break;
+    bool found = false;
+    void *gv = tm_map_get(&groups, key.ptr, key.len, &found);
+    if (found) {
+      group[i] = (size_t)(uintptr_t)gv;
+    } else {
+      group[i] = n_groups;
+      memcpy(&firsts[n_groups * np], part, np * sizeof *part);
+      rc = tm_map_put(&groups, key.ptr, key.len, (void *)(uintptr_t)n_groups, NULL, err);
+      n_groups++;
+    }
+  }
+  size_t nbytes = (size_t)(n + 7) / 8;
+  uint8_t *keep = rc == TM_OK ? tm_malloc(nbytes) : NULL;
+  if (rc == TM_OK && !keep) rc = tm_error_nomem(err);
+  for (size_t g = 0; rc == TM_OK && g < n_groups; g++) {
+    memset(keep, 0, nbytes);
+    for (int64_t i = 0; i < n; i++)
+      if (group[i] == g) tm_bit_set(keep, i);
+    tm_batch sub;
+    tm_batch_init(&sub);
+    rc = n_groups == 1 ? TM_OK : tm_batch_filter(&conv, keep, &sub, err);
+    if (rc < 0) break;
+    const tm_batch *rows = n_groups == 1 ? &conv : &sub;
+    rc = part_key(w->spec->spec_id, &firsts[g * np], np, &key, err);
+    open_file *of = rc == TM_OK ? tm_map_get(&w->open, key.ptr, key.len, NULL) : NULL;
+    if (rc == TM_OK && !of) rc = open_new(w, key.ptr, key.len, &firsts[g * np], &of, err);
+    if (rc == TM_OK) rc = append_rows(w, of, rows, err);
+    tm_batch_release(&sub);
+  }
+  tm_free(keep);
+  tm_free(part);
+  tm_free(group);
+  tm_free(firsts);
+  tm_map_dispose(&groups, NULL);
+  tm_buf_dispose(&key);
+  tm_batch_release(&conv);
+  return rc;
+}
+
+int tm_iceberg_data_writer_finish(tm_iceberg_data_writer *w, tm_error *err) {
+  int rc = TM_OK;
+  size_t pos = 0;
+  const char *k;
+  void *v;
+  /* Close in a stable order: collect first, since closing edits the map. */
+  size_t n = w->open.len;
+  open_file **files = tm_calloc(n ? n : 1, sizeof *files);
+  if (!files) return tm_error_nomem(err);
+  size_t m = 0;
+  while (tm_map_next(&w->open, &pos, &k, &v)) files[m++] = v;
+  for (size_t i = 0; i < m; i++) {
+    tm_map_remove(&w->open, files[i]->key, strlen(files[i]->key));
+    if (rc == TM_OK) rc = close_file(w, files[i], err);
+    free_open_file_accs(files[i], w->out.n_cols);
+    open_file_free(files[i]);
+  }
+  tm_free(files);
+  return rc;
+}
+
+size_t tm_iceberg_data_writer_files(const tm_iceberg_data_writer *w,
+                                    const tm_iceberg_data_file **out) {
+  *out = w->done;
+  return w->n_done;
+}
+
+void tm_iceberg_data_writer_free(tm_iceberg_data_writer *w) {
+  if (!w) return;
+  size_t pos = 0;
+  const char *k;
+  void *v;
+  while (tm_map_next(&w->open, &pos, &k, &v)) free_open_file_accs(v, w->out.n_cols);
+  tm_map_dispose(&w->open, open_file_free);
+  tm_schema_dispose(&w->out);
+  tm_free(w->types);
+  tm_free(w->ptypes);
+  tm_free(w->pcol);
+  tm_free(w->psrc);
+  tm_arena_dispose(&w->arena);
+  tm_free(w);
+}

@@ -1,0 +1,641 @@
+/*
+ * ops.c - table operations built on planning, reading, the data writer and
+ * commits: append, overwrite, delete (position, equality, copy-on-write)
+ * and compaction (format layer). See writer.h.
+ *
+ * Every operation is one snapshot, committed atomically; a failure before
+ * the commit leaves the table as it was (files written so far are
+ * unreferenced).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/csv/csv.h"
+#include "format/iceberg/iceberg.h"
+#include "format/iceberg/iceberg_int.h"
+#include "format/iceberg/read.h"
+#include "format/iceberg/writer.h"
+#include "format/parquet/parquet.h"
+#include "util/alloc.h"
+#include "util/hash.h"
+
+static void result_init(tm_iceberg_op_result *r) {
+  memset(r, 0, sizeof *r);
+  r->snapshot_id = -1;
+}
+
+static int data_writer(tm_iceberg_table *t, const tm_iceberg_op_options *o,
+                       tm_iceberg_data_writer **out, tm_error *err) {
+  tm_iceberg_data_writer_options wo = TM_ICEBERG_DATA_WRITER_OPTIONS_INIT;
+  if (o) wo.target_file_bytes = o->target_file_bytes;
+  return tm_iceberg_data_writer_new(out, t, &wo, err);
+}
+
+/* Adds every file a writer produced to a commit, counting them. */
+static int add_written(tm_iceberg_commit *c, tm_iceberg_data_writer *w,
+                       tm_iceberg_op_result *res, tm_error *err) {
+  const tm_iceberg_data_file *files;
+  size_t n = tm_iceberg_data_writer_files(w, &files);
+  for (size_t i = 0; i < n; i++) {
+    TM_TRY(tm_iceberg_commit_add_file(c, &files[i], err));
+    if (files[i].content == TM_ICEBERG_CONTENT_DATA) {
+      res->data_files_added++;
+      res->rows_added += files[i].record_count;
+    } else {
+      res->delete_files_added++;
+    }
+  }
+  return TM_OK;
+}
+
+/* ---- input files ---------------------------------------------------------- */
+
+typedef struct input_reader {
+  tm_input *in;               /* CSV only (Parquet owns its input) */
+  tm_csv_reader *csv;
+  tm_parquet_file *pf;
+  tm_parquet_scan *scan;
+} input_reader;
+
+static int input_next(void *payload, tm_batch *out, tm_error *err) {
+  input_reader *r = payload;
+  if (r->csv) return tm_csv_reader_next(r->csv, out, err);
+  return tm_parquet_scan_next(r->scan, out, err);
+}
+
+static void input_close(input_reader *r) {
+  tm_csv_reader_free(r->csv);
+  tm_input_close(r->in);
+  tm_parquet_scan_free(r->scan);
+  tm_parquet_close(r->pf);
+  memset(r, 0, sizeof *r);
+}
+
+static int input_open(tm_iceberg_table *t, const tm_schema *table_schema, const char *path,
+                      input_reader *r, tm_error *err) {
+  memset(r, 0, sizeof *r);
+  tm_iceberg_io *io = tm_iceberg_table_io(t);
+  bool is_csv = tm_str_has_suffix(path, ".csv") || tm_str_has_suffix(path, ".CSV");
+  bool is_parquet = tm_str_has_suffix(path, ".parquet") || tm_str_has_suffix(path, ".PARQUET");
+  if (!is_csv && !is_parquet) {
+    return tm_error_set(err, TM_EINVALID, "%s: append reads .parquet and .csv files", path);
+  }
+  tm_input *in = NULL;
+  TM_TRY(io->open(io->payload, path, &in, err));
+  int rc;
+  if (is_csv) {
+    r->in = in;
+    tm_text_options to;
+    tm_text_options_init(&to);
+    rc = tm_csv_reader_open(&r->csv, in, table_schema, &to, err);
+  } else {
+    rc = tm_parquet_open(&r->pf, in, NULL, err);
+    if (rc == TM_OK) rc = tm_parquet_scan_new(&r->scan, r->pf, NULL, err);
+  }
+  if (rc < 0) {
+    input_close(r);
+    if (!strstr(err->message, path)) tm_error_prefix(err, "%s", path);
+  }
+  return rc;
+}
+
+/* Writes every batch of one input file. */
+static int write_input(tm_iceberg_table *t, tm_iceberg_data_writer *w, const char *path,
+                       tm_error *err) {
+  input_reader r;
+  TM_TRY(input_open(t, tm_iceberg_data_writer_schema(w), path, &r, err));
+  tm_batch b;
+  tm_batch_init(&b);
+  int rc;
+  while ((rc = input_next(&r, &b, err)) == TM_OK) {
+    rc = tm_iceberg_data_writer_write(w, &b, err);
+    tm_batch_release(&b);
+    if (rc < 0) break;
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  input_close(&r);
+  if (rc < 0 && !strstr(err->message, path)) tm_error_prefix(err, "%s", path);
+  return rc;
+}
+
+int tm_iceberg_append(tm_iceberg_table *t, tm_iceberg_batch_fn next, void *payload,
+                      const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                      tm_error *err) {
+  tm_iceberg_op_result local;
+  if (!res) res = &local;
+  result_init(res);
+  tm_iceberg_data_writer *w = NULL;
+  tm_iceberg_commit *c = NULL;
+  tm_batch b;
+  tm_batch_init(&b);
+  int rc;
+  TM_CHECK(data_writer(t, opts, &w, err));
+  while ((rc = next(payload, &b, err)) == TM_OK) {
+    rc = tm_iceberg_data_writer_write(w, &b, err);
+    tm_batch_release(&b);
+    if (rc < 0) goto done;
+  }
+  if (rc != TM_ITEROVER) goto done;
+  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
+  const tm_iceberg_data_file *files;
+  if (tm_iceberg_data_writer_files(w, &files) == 0) {
+    rc = TM_OK;
+    goto done;
+  }
+  TM_CHECK(tm_iceberg_commit_begin(&c, t, "append", err));
+  TM_CHECK(add_written(c, w, res, err));
+  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+done:
+  tm_batch_release(&b);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_data_writer_free(w);
+  return rc;
+}
+
+int tm_iceberg_append_files(tm_iceberg_table *t, const char *const *paths, size_t n_paths,
+                            const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                            tm_error *err) {
+  tm_iceberg_op_result local;
+  if (!res) res = &local;
+  result_init(res);
+  tm_iceberg_data_writer *w = NULL;
+  tm_iceberg_commit *c = NULL;
+  int rc;
+  TM_CHECK(data_writer(t, opts, &w, err));
+  for (size_t i = 0; i < n_paths; i++) TM_CHECK(write_input(t, w, paths[i], err));
+  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
+  const tm_iceberg_data_file *files;
+  if (tm_iceberg_data_writer_files(w, &files) == 0) goto done;
+  TM_CHECK(tm_iceberg_commit_begin(&c, t, "append", err));
+  TM_CHECK(add_written(c, w, res, err));
+  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+done:
+  tm_iceberg_commit_free(c);
+  tm_iceberg_data_writer_free(w);
+  return rc;
+}
+
+/* ---- reading one task ------------------------------------------------------- */
+
+/* Opens the rows of one scan task (deletes applied) with all columns. */
+static int task_rows(tm_iceberg_table *t, const tm_iceberg_scan *scan,
+                     const tm_iceberg_scan_task *task, bool positions, tm_iceberg_rows **out,
+                     tm_error *err) {
+  tm_iceberg_scan one = *scan;
+  one.tasks = (tm_iceberg_scan_task *)task;
+  one.n_tasks = 1;
+  tm_iceberg_read_options ro = TM_ICEBERG_READ_OPTIONS_INIT;
+  ro.with_positions = positions;
+  return tm_iceberg_rows_open(out, t, &one, &ro, err);
+}
+
+/* The rows of b matching where into *match (bits), counting them. */
+static int match_rows(const tm_predicate *where, const tm_batch *b, uint8_t **match,
+                      int64_t *n_match, tm_error *err) {
+  size_t nb = (size_t)(b->n_rows + 7) / 8;
+  *match = tm_calloc(nb ? nb : 1, 1);
+  if (!*match) return tm_error_nomem(err);
+  return tm_predicate_eval(where, b, *match, n_match, err);
+}
+
+/*
+ * Rewrites a task's live rows that do not match where into w (copy-on-write).
+ * *n_removed counts the matching rows; *touched is false when none match.
+ */
+static int rewrite_without(tm_iceberg_table *t, const tm_iceberg_scan *scan,
+                           const tm_iceberg_scan_task *task, const tm_predicate *where,
+                           tm_iceberg_data_writer *w, int64_t *n_removed, bool *touched,
+                           tm_error *err) {
+  tm_iceberg_rows *r = NULL;
+  tm_batch b, kept;
+  tm_batch_init(&b);
+  tm_batch_init(&kept);
+  uint8_t *match = NULL;
+  int rc;
+  /* First pass: does anything match? (Most files of a selective filter do not.) */
+  *touched = false;
+  *n_removed = 0;
+  TM_CHECK(task_rows(t, scan, task, false, &r, err));
+  while ((rc = tm_iceberg_rows_next(r, &b, err)) == TM_OK) {
+    int64_t n = 0;
+    rc = match_rows(where, &b, &match, &n, err);
+    tm_free(match);
+    match = NULL;
+    tm_batch_release(&b);
+    if (rc < 0) goto done;
+    *n_removed += n;
+  }
+  if (rc != TM_ITEROVER) goto done;
+  rc = TM_OK;
+  tm_iceberg_rows_free(r);
+  r = NULL;
+  if (*n_removed == 0) goto done;
+  *touched = true;
+  TM_CHECK(task_rows(t, scan, task, false, &r, err));
+  while ((rc = tm_iceberg_rows_next(r, &b, err)) == TM_OK) {
+    int64_t n = 0;
+    rc = match_rows(where, &b, &match, &n, err);
+    if (rc < 0) goto done;
+    for (int64_t i = 0; i < b.n_rows; i++) {
+      if (tm_bit_get(match, i)) {
+        tm_bit_clear(match, i);
+      } else {
+        tm_bit_set(match, i);
+      }
+    }
+    rc = tm_batch_filter(&b, match, &kept, err);
+    tm_free(match);
+    match = NULL;
+    tm_batch_release(&b);
+    if (rc == TM_OK) rc = tm_iceberg_data_writer_write(w, &kept, err);
+    tm_batch_release(&kept);
+    if (rc < 0) goto done;
+  }
+  if (rc == TM_ITEROVER) rc = TM_OK;
+done:
+  tm_free(match);
+  tm_batch_release(&b);
+  tm_batch_release(&kept);
+  tm_iceberg_rows_free(r);
+  return rc;
+}
+
+static int plan_current(tm_iceberg_table *t, const tm_predicate *where, tm_iceberg_scan **out,
+                        tm_error *err) {
+  tm_iceberg_scan_options so = TM_ICEBERG_SCAN_OPTIONS_INIT;
+  so.filter = where;
+  return tm_iceberg_plan_scan(t, &so, out, err);
+}
+
+/* Copy-on-write removal of matching rows, plus optional input files. */
+static int cow(tm_iceberg_table *t, const char *op, const tm_predicate *where,
+               const char *const *paths, size_t n_paths, const tm_iceberg_op_options *opts,
+               tm_iceberg_op_result *res, tm_error *err) {
+  tm_iceberg_scan *scan = NULL;
+  tm_iceberg_data_writer *w = NULL;
+  tm_iceberg_commit *c = NULL;
+  bool *remove = NULL;
+  int rc;
+  TM_CHECK(plan_current(t, where, &scan, err));
+  TM_CHECK(data_writer(t, opts, &w, err));
+  remove = tm_calloc(scan->n_tasks ? scan->n_tasks : 1, sizeof *remove);
+  if (!remove) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  size_t n_remove = 0;
+  for (size_t i = 0; i < scan->n_tasks; i++) {
+    int64_t removed = 0;
+    TM_CHECK(rewrite_without(t, scan, &scan->tasks[i], where, w, &removed, &remove[i], err));
+    if (remove[i]) n_remove++;
+    res->rows_deleted += removed;
+  }
+  for (size_t i = 0; i < n_paths; i++) TM_CHECK(write_input(t, w, paths[i], err));
+  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
+  const tm_iceberg_data_file *files;
+  if (n_remove == 0 && tm_iceberg_data_writer_files(w, &files) == 0) goto done;
+  TM_CHECK(tm_iceberg_commit_begin(&c, t, op, err));
+  for (size_t i = 0; i < scan->n_tasks; i++) {
+    if (!remove[i]) continue;
+    TM_CHECK(tm_iceberg_commit_remove_file(c, scan->tasks[i].file->path, err));
+    res->files_removed++;
+  }
+  TM_CHECK(add_written(c, w, res, err));
+  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+done:
+  tm_free(remove);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_data_writer_free(w);
+  tm_iceberg_scan_free(scan);
+  return rc;
+}
+
+int tm_iceberg_overwrite(tm_iceberg_table *t, const tm_predicate *where,
+                         const char *const *paths, size_t n_paths,
+                         const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                         tm_error *err) {
+  tm_iceberg_op_result local;
+  if (!res) res = &local;
+  result_init(res);
+  return cow(t, "overwrite", where, paths, n_paths, opts, res, err);
+}
+
+/* ---- merge-on-read deletes ---------------------------------------------------- */
+
+/* Delete rows gathered for one (spec, partition) of data files. */
+typedef struct delete_group {
+  const tm_iceberg_data_file *sample; /* a data file of the group: spec and partition */
+  tm_batch_builder rows;              /* pos: file_path, pos; eq: the equality columns */
+  int64_t n;
+} delete_group;
+
+typedef struct delete_groups {
+  tm_map by_key; /* partition key -> delete_group* */
+  tm_schema schema;
+} delete_groups;
+
+static void group_free(void *p) {
+  delete_group *g = p;
+  if (!g) return;
+  tm_batch_builder_dispose(&g->rows);
+  tm_free(g);
+}
+
+static int group_for(delete_groups *gs, const tm_iceberg_data_file *f, delete_group **out,
+                     tm_error *err) {
+  tm_buf key = TM_BUF_INIT(1 << 20);
+  int rc = tm_iceberg__partition_key(f, &key, err);
+  delete_group *g = rc == TM_OK ? tm_map_get(&gs->by_key, key.ptr, key.len, NULL) : NULL;
+  if (rc == TM_OK && !g) {
+    g = tm_calloc(1, sizeof *g);
+    if (!g) {
+      rc = tm_error_nomem(err);
+    } else {
+      g->sample = f;
+      rc = tm_batch_builder_init(&g->rows, &gs->schema, err);
+      if (rc == TM_OK) rc = tm_map_put(&gs->by_key, key.ptr, key.len, g, NULL, err);
+      if (rc < 0) group_free(g);
+    }
+  }
+  tm_buf_dispose(&key);
+  if (rc == TM_OK) *out = g;
+  return rc;
+}
+
+static int cmp_pos_rows(const void *a, const void *b, void *arg) {
+  const tm_batch *bt = arg;
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  tm_colview p = tm_batch_col(bt, 0), q = tm_batch_col(bt, 1);
+  tm_strview sx = tm_colview_bytes(&p, x), sy = tm_colview_bytes(&p, y);
+  size_t n = sx.len < sy.len ? sx.len : sy.len;
+  int c = memcmp(sx.ptr, sy.ptr, n);
+  if (c != 0) return c;
+  if (sx.len != sy.len) return sx.len < sy.len ? -1 : 1;
+  int64_t px = tm_colview_int(&q, x), py = tm_colview_int(&q, y);
+  return px < py ? -1 : px > py;
+}
+
+/* Writes one delete file per group and adds it to the commit. */
+static int write_groups(tm_iceberg_table *t, delete_groups *gs, int content,
+                        const int32_t *eq_ids, size_t n_eq, tm_iceberg_commit *c,
+                        tm_iceberg_op_result *res, tm_error *err) {
+  size_t pos = 0;
+  const char *k;
+  void *v;
+  while (tm_map_next(&gs->by_key, &pos, &k, &v)) {
+    delete_group *g = v;
+    if (g->n == 0) continue;
+    tm_batch b, sorted;
+    tm_batch_init(&b);
+    tm_batch_init(&sorted);
+    tm_iceberg_data_writer *w = NULL;
+    int64_t *order = NULL;
+    int rc = tm_batch_builder_finish(&g->rows, &b, err);
+    if (rc == TM_OK && content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+      /* Position delete files are sorted by file_path, then pos. */
+      order = tm_calloc((size_t)b.n_rows, sizeof *order);
+      if (!order) rc = tm_error_nomem(err);
+      for (int64_t i = 0; rc == TM_OK && i < b.n_rows; i++) order[i] = i;
+      if (rc == TM_OK) qsort_r(order, (size_t)b.n_rows, sizeof *order, cmp_pos_rows, &b);
+      tm_batch_builder bb;
+      if (rc == TM_OK) rc = tm_batch_builder_init(&bb, &b.schema, err);
+      for (int64_t i = 0; rc == TM_OK && i < b.n_rows; i++) {
+        for (size_t col = 0; rc == TM_OK && col < 2; col++) {
+          tm_colview cv = tm_batch_col(&b, col);
+          rc = tm_colbuilder_append_range(tm_batch_builder_col(&bb, col), &cv, order[i], 1, err);
+        }
+      }
+      if (rc == TM_OK) rc = tm_batch_builder_finish(&bb, &sorted, err);
+      tm_batch_builder_dispose(&bb);
+    }
+    tm_iceberg_data_writer_options wo = TM_ICEBERG_DATA_WRITER_OPTIONS_INIT;
+    wo.content = content;
+    wo.equality_ids = eq_ids;
+    wo.n_equality_ids = n_eq;
+    wo.partition = g->sample->partition;
+    wo.spec_id = g->sample->spec_id;
+    if (rc == TM_OK) rc = tm_iceberg_data_writer_new(&w, t, &wo, err);
+    if (rc == TM_OK) rc = tm_iceberg_data_writer_write(w, sorted.array.release ? &sorted : &b, err);
+    if (rc == TM_OK) rc = tm_iceberg_data_writer_finish(w, err);
+    if (rc == TM_OK) rc = add_written(c, w, res, err);
+    tm_iceberg_data_writer_free(w);
+    tm_free(order);
+    tm_batch_release(&b);
+    tm_batch_release(&sorted);
+    if (rc < 0) return rc;
+  }
+  return TM_OK;
+}
+
+int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
+                            tm_iceberg_delete_mode mode, const char *const *eq_columns,
+                            size_t n_eq_columns, const tm_iceberg_op_options *opts,
+                            tm_iceberg_op_result *res, tm_error *err) {
+  tm_iceberg_op_result local;
+  if (!res) res = &local;
+  result_init(res);
+  if (mode == TM_ICEBERG_DELETE_COPY_ON_WRITE) return cow(t, "overwrite", where, NULL, 0, opts, res, err);
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  const tm_iceberg_schema *schema = tm_iceberg_metadata_current_schema(m);
+  if (m->format_version < 2) {
+    return tm_error_set(err, TM_EUNSUPPORTED, "delete files need a format v2 table");
+  }
+  tm_iceberg_scan *scan = NULL;
+  tm_iceberg_commit *c = NULL;
+  delete_groups gs;
+  memset(&gs, 0, sizeof gs);
+  tm_map_init(&gs.by_key);
+  tm_schema_init(&gs.schema);
+  int32_t *eq_ids = NULL;
+  size_t *eq_idx = NULL;
+  bool *drop = NULL;
+  int rc;
+  bool equality = mode == TM_ICEBERG_DELETE_EQUALITY;
+  if (equality) {
+    if (n_eq_columns == 0) {
+      rc = tm_error_set(err, TM_EINVALID, "equality deletes need columns");
+      goto done;
+    }
+    eq_ids = tm_calloc(n_eq_columns, sizeof *eq_ids);
+    eq_idx = tm_calloc(n_eq_columns, sizeof *eq_idx);
+    if (!eq_ids || !eq_idx) {
+      rc = tm_error_nomem(err);
+      goto done;
+    }
+    for (size_t i = 0; i < n_eq_columns; i++) {
+      const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, eq_columns[i]);
+      if (!f || !tm_iceberg_type_is_primitive(f->type)) {
+        rc = tm_error_set(err, TM_EINVALID, "equality column %s is not a column of the table",
+                          eq_columns[i]);
+        goto done;
+      }
+      eq_ids[i] = f->id;
+      tm_type ty;
+      TM_CHECK(tm_iceberg_type_to_tm(f->type, &ty, err));
+      TM_CHECK(tm_schema_add(&gs.schema, f->name, ty, !f->required, f->id, err));
+    }
+  } else {
+    TM_CHECK(tm_schema_add(&gs.schema, "file_path", tm_type_of(TM_TYPE_UTF8), false, -1, err));
+    TM_CHECK(tm_schema_add(&gs.schema, "pos", tm_type_of(TM_TYPE_INT64), false, -1, err));
+  }
+  TM_CHECK(plan_current(t, where, &scan, err));
+  drop = tm_calloc(scan->n_tasks ? scan->n_tasks : 1, sizeof *drop);
+  if (!drop) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  size_t n_drop = 0;
+  for (size_t ti = 0; ti < scan->n_tasks; ti++) {
+    const tm_iceberg_scan_task *task = &scan->tasks[ti];
+    tm_iceberg_rows *r = NULL;
+    tm_batch_builder tb; /* this file's delete rows, kept unless the file is dropped */
+    TM_CHECK(tm_batch_builder_init(&tb, &gs.schema, err));
+    rc = task_rows(t, scan, task, true, &r, err);
+    tm_batch b, rows;
+    tm_batch_init(&b);
+    tm_batch_init(&rows);
+    int64_t live = 0, matched = 0;
+    while (rc == TM_OK && (rc = tm_iceberg_rows_next(r, &b, err)) == TM_OK) {
+      uint8_t *match = NULL;
+      int64_t n = 0;
+      rc = match_rows(where, &b, &match, &n, err);
+      live += b.n_rows;
+      matched += n;
+      if (equality && rc == TM_OK) {
+        for (size_t k = 0; k < n_eq_columns; k++) {
+          int ix = tm_schema_find(&b.schema, gs.schema.cols[k].name);
+          eq_idx[k] = (size_t)(ix < 0 ? 0 : ix);
+        }
+      }
+      for (int64_t i = 0; rc == TM_OK && i < b.n_rows; i++) {
+        if (!tm_bit_get(match, i)) continue;
+        if (equality) {
+          for (size_t k = 0; rc == TM_OK && k < n_eq_columns; k++) {
+            tm_colview cv = tm_batch_col(&b, eq_idx[k]);
+            rc = tm_colbuilder_append_range(tm_batch_builder_col(&tb, k), &cv, i, 1, err);
+          }
+        } else {
+          tm_colview pos = tm_batch_col(&b, b.schema.n_cols - 1);
+          rc = tm_colbuilder_append_bytes(tm_batch_builder_col(&tb, 0), task->file->path,
+                                          strlen(task->file->path), err);
+          if (rc == TM_OK)
+            rc = tm_colbuilder_append_int(tm_batch_builder_col(&tb, 1), tm_colview_int(&pos, i),
+                                          err);
+        }
+      }
+      tm_free(match);
+      tm_batch_release(&b);
+    }
+    tm_iceberg_rows_free(r);
+    if (rc == TM_ITEROVER) rc = TM_OK;
+    if (rc == TM_OK) rc = tm_batch_builder_finish(&tb, &rows, err);
+    tm_batch_builder_dispose(&tb);
+    if (rc == TM_OK && matched > 0) {
+      res->rows_deleted += matched;
+      if (matched == live && !equality) {
+        /* Every live row goes: drop the file instead of deleting each row. */
+        drop[ti] = true;
+        n_drop++;
+      } else {
+        delete_group *g = NULL;
+        rc = group_for(&gs, task->file, &g, err);
+        for (size_t k = 0; rc == TM_OK && k < gs.schema.n_cols; k++) {
+          tm_colview cv = tm_batch_col(&rows, k);
+          rc = tm_colbuilder_append_range(tm_batch_builder_col(&g->rows, k), &cv, 0, rows.n_rows,
+                                          err);
+        }
+        if (rc == TM_OK) g->n += rows.n_rows;
+      }
+    }
+    tm_batch_release(&rows);
+    if (rc < 0) goto done;
+  }
+  if (res->rows_deleted == 0) goto done;
+  TM_CHECK(tm_iceberg_commit_begin(&c, t, "delete", err));
+  for (size_t ti = 0; ti < scan->n_tasks; ti++) {
+    if (!drop[ti]) continue;
+    TM_CHECK(tm_iceberg_commit_remove_file(c, scan->tasks[ti].file->path, err));
+    res->files_removed++;
+  }
+  TM_CHECK(write_groups(t, &gs,
+                        equality ? TM_ICEBERG_CONTENT_EQUALITY_DELETES
+                                 : TM_ICEBERG_CONTENT_POSITION_DELETES,
+                        eq_ids, n_eq_columns, c, res, err));
+  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+done:
+  tm_free(drop);
+  tm_free(eq_ids);
+  tm_free(eq_idx);
+  tm_map_dispose(&gs.by_key, group_free);
+  tm_schema_dispose(&gs.schema);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_scan_free(scan);
+  return rc;
+}
+
+/* ---- compaction ------------------------------------------------------------------ */
+
+int tm_iceberg_compact(tm_iceberg_table *t, const tm_iceberg_op_options *opts,
+                       tm_iceberg_op_result *res, tm_error *err) {
+  tm_iceberg_op_result local;
+  if (!res) res = &local;
+  result_init(res);
+  tm_iceberg_scan *scan = NULL;
+  tm_iceberg_data_writer *w = NULL;
+  tm_iceberg_commit *c = NULL;
+  tm_iceberg_rows *r = NULL;
+  tm_map parts;
+  tm_map_init(&parts);
+  tm_buf key = TM_BUF_INIT(1 << 20);
+  int rc;
+  TM_CHECK(plan_current(t, NULL, &scan, err));
+  /* Anything to do: a partition with several files, or any live delete file. */
+  bool deletes = false, several = false;
+  for (size_t i = 0; i < scan->n_manifests; i++) {
+    const tm_iceberg_manifest *man = scan->manifests[i];
+    for (size_t k = 0; man->content == 1 && k < man->n_entries; k++)
+      deletes = deletes || man->entries[k].status != TM_ICEBERG_DELETED;
+  }
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  for (size_t i = 0; i < scan->n_tasks && !several; i++) {
+    const tm_iceberg_data_file *f = scan->tasks[i].file;
+    tm_buf_clear(&key);
+    TM_CHECK(tm_iceberg__partition_key(f, &key, err));
+    bool found = false;
+    tm_map_get(&parts, key.ptr, key.len, &found);
+    several = found || f->spec_id != m->default_spec_id;
+    if (!found) TM_CHECK(tm_map_put(&parts, key.ptr, key.len, NULL, NULL, err));
+  }
+  if (!deletes && !several) goto done;
+  TM_CHECK(data_writer(t, opts, &w, err));
+  TM_CHECK(tm_iceberg_rows_open(&r, t, scan, NULL, err));
+  tm_batch b;
+  tm_batch_init(&b);
+  while ((rc = tm_iceberg_rows_next(r, &b, err)) == TM_OK) {
+    rc = tm_iceberg_data_writer_write(w, &b, err);
+    tm_batch_release(&b);
+    if (rc < 0) goto done;
+  }
+  if (rc != TM_ITEROVER) goto done;
+  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
+  TM_CHECK(tm_iceberg_commit_begin(&c, t, "replace", err));
+  for (size_t i = 0; i < scan->n_manifests; i++) {
+    const tm_iceberg_manifest *man = scan->manifests[i];
+    for (size_t k = 0; k < man->n_entries; k++) {
+      const tm_iceberg_data_file *f = &man->entries[k];
+      if (f->status == TM_ICEBERG_DELETED) continue;
+      TM_CHECK(tm_iceberg_commit_remove_file(c, f->path, err));
+      res->files_removed++;
+    }
+  }
+  TM_CHECK(add_written(c, w, res, err));
+  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+done:
+  tm_buf_dispose(&key);
+  tm_map_dispose(&parts, NULL);
+  tm_iceberg_rows_free(r);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_data_writer_free(w);
+  tm_iceberg_scan_free(scan);
+  return rc;
+}
