@@ -97,7 +97,20 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     if (e) {
       rc = tm_sql_catalog_add(cat, e, &err);
       tm_engine_release(e);
-    } else if (d->has_acceleration && d->acceleration.enabled) {
+    } else if (!d->has_acceleration || !d->acceleration.enabled) {
+      /* Federated (C6): the table reads the source on every query. */
+      tm_source_options so;
+      memset(&so, 0, sizeof so);
+      so.version = TM_SOURCE_OPTIONS_VERSION;
+      so.from = d->from;
+      so.name = d->name;
+      so.params = &d->params;
+      so.base_dir = cfg.dir;
+      so.time_column = d->time_column;
+      so.time_partition_column = d->time_partition_column;
+      so.time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
+      rc = tm_sql_catalog_add_source(cat, &so, &err);
+    } else {
       tm_log(TM_LOG_WARN, d->name,
              d->acceleration.mode == TM_ENGINE_MEMORY
                  ? "a memory-mode acceleration lives only in `tidemark run`; query it with --url"

@@ -43,6 +43,7 @@
 
 #include "engine/engine.h"
 #include "format/arrow/render.h"
+#include "source/source.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -60,6 +61,14 @@ void tm_sql_catalog_free(tm_sql_catalog *c);
  * Errors: TM_ECONFLICT (a dataset of that name is listed), TM_ENOMEM.
  */
 int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Makes a dataset without acceleration visible as a table that reads its
+ * source on every query (SPEC C6): a file set, or an Iceberg table with its
+ * delete files applied (B12). opts is copied; each session opens its own
+ * source. Errors: TM_ECONFLICT (the name is listed), TM_ENOMEM.
+ */
+int tm_sql_catalog_add_source(tm_sql_catalog *c, const tm_source_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
 /**
  * Removes a dataset (sessions drop the table at their next query) and
  * releases the catalog's reference. Errors: TM_ENOTFOUND.

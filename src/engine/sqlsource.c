@@ -19,17 +19,23 @@
 #include "engine/engine_int.h"
 #include "util/alloc.h"
 
-struct tm_sqlsource {
-  sqlite3 *db;
-  sqlite3_stmt *stmt;
-  tm_source *src;             /* borrowed */
-  char *name;                 /* owned: the table name */
-  tm_schema out;              /* owned: the result schema */
-  bool *typed;                /* per result column: a source column's type (vs computed) */
-  const tm_scan_request *req; /* the running scan's request, or NULL */
+/* What a virtual table reads: a source, the request its scans start from,
+ * and what they report back. */
+typedef struct src_ctx {
+  tm_source *src;             /* borrowed (refresh_sql) or owned by the vt (federated) */
+  const tm_scan_request *req; /* the running scan's base request, or NULL */
   tm_scan_stats acc;          /* inner scan statistics, summed */
   tm_error inner;             /* the first tm error raised inside the virtual table */
   bool has_inner;
+} src_ctx;
+
+struct tm_sqlsource {
+  sqlite3 *db;
+  sqlite3_stmt *stmt;
+  src_ctx ctx;
+  char *name;                 /* owned: the table name */
+  tm_schema out;              /* owned: the result schema */
+  bool *typed;                /* per result column: a source column's type (vs computed) */
   bool scanning;
 };
 
@@ -37,12 +43,20 @@ struct tm_sqlsource {
 
 typedef struct vt {
   sqlite3_vtab base;
-  tm_sqlsource *owner;
+  src_ctx *ctx;          /* the owner's (refresh_sql) or own_ctx (federated) */
+  src_ctx own_ctx;
+  tm_source *owned_src;  /* federated: the table's own source */
+  tm_scan_request fed_req; /* federated: scans apply deletes (C6, B12) */
 } vt;
+
+typedef struct fed_host {
+  tm_sqlsource_lookup_fn lookup;
+  void *payload;
+} fed_host;
 
 typedef struct cur {
   sqlite3_vtab_cursor base;
-  tm_sqlsource *owner;
+  src_ctx *owner;
   tm_scan *scan;
   tm_batch batch;
   int64_t row;
@@ -53,7 +67,7 @@ typedef struct cur {
   const char **names;  /* projection (views into the source schema) */
 } cur;
 
-static int vt_error(sqlite3_vtab *v, tm_sqlsource *owner, const tm_error *err) {
+static int vt_error(sqlite3_vtab *v, src_ctx *owner, const tm_error *err) {
   sqlite3_free(v->zErrMsg);
   v->zErrMsg = sqlite3_mprintf("%s", err->message);
   if (!owner->has_inner) {
@@ -63,12 +77,8 @@ static int vt_error(sqlite3_vtab *v, tm_sqlsource *owner, const tm_error *err) {
   return err->code == TM_ENOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
 }
 
-static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                      sqlite3_vtab **out, char **errmsg) {
-  (void)argc;
-  (void)argv;
-  tm_sqlsource *owner = aux;
-  const tm_schema *s = tm_source_schema(owner->src);
+/* Declares the table's columns: the source schema in SQL types. */
+static int declare(sqlite3 *db, const tm_schema *s, char **errmsg) {
   tm_buf ddl = TM_BUF_INIT((size_t)1 << 24);
   tm_error err;
   int rc = tm_buf_puts(&ddl, "CREATE TABLE x(", &err);
@@ -87,19 +97,67 @@ static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   }
   int src = sqlite3_declare_vtab(db, tm_buf_cstr(&ddl));
   tm_buf_dispose(&ddl);
-  if (src != SQLITE_OK) {
+  if (src != SQLITE_OK)
     *errmsg = sqlite3_mprintf("cannot declare the source table: %s", sqlite3_errmsg(db));
-    return src;
-  }
+  return src;
+}
+
+/* refresh_sql: the table reads the owner's source. */
+static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                      sqlite3_vtab **out, char **errmsg) {
+  (void)argc;
+  (void)argv;
+  tm_sqlsource *owner = aux;
+  int src = declare(db, tm_source_schema(owner->ctx.src), errmsg);
+  if (src != SQLITE_OK) return src;
   vt *v = sqlite3_malloc(sizeof *v);
   if (!v) return SQLITE_NOMEM;
   memset(v, 0, sizeof *v);
-  v->owner = owner;
+  v->ctx = &owner->ctx;
   *out = &v->base;
   return SQLITE_OK;
 }
 
-static int vt_disconnect(sqlite3_vtab *v) {
+/* Federated (C6): the table opens and describes its own source, named by the table. */
+static int vt_connect_federated(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                                sqlite3_vtab **out, char **errmsg) {
+  fed_host *host = aux;
+  const char *name = argc > 2 ? argv[2] : "";
+  tm_source_options o;
+  tm_error err;
+  tm_error_init(&err);
+  if (host->lookup(host->payload, name, &o) != TM_OK) {
+    *errmsg = sqlite3_mprintf("no federated dataset named '%s'", name);
+    return SQLITE_ERROR;
+  }
+  tm_source *src = NULL;
+  int rc = tm_source_open(&src, &o, &err);
+  if (rc == TM_OK) rc = tm_source_describe(src, &err);
+  if (rc != TM_OK) {
+    *errmsg = sqlite3_mprintf("dataset '%s': %s", name, err.message);
+    tm_source_free(src);
+    return SQLITE_ERROR;
+  }
+  int s = declare(db, tm_source_schema(src), errmsg);
+  vt *v = s == SQLITE_OK ? sqlite3_malloc(sizeof *v) : NULL;
+  if (!v) {
+    tm_source_free(src);
+    return s == SQLITE_OK ? SQLITE_NOMEM : s;
+  }
+  memset(v, 0, sizeof *v);
+  v->owned_src = src;
+  v->own_ctx.src = src;
+  tm_scan_request_init(&v->fed_req);
+  v->fed_req.apply_deletes = true;
+  v->own_ctx.req = &v->fed_req;
+  v->ctx = &v->own_ctx;
+  *out = &v->base;
+  return SQLITE_OK;
+}
+
+static int vt_disconnect(sqlite3_vtab *base) {
+  vt *v = (vt *)base;
+  tm_source_free(v->owned_src);
   sqlite3_free(v);
   return SQLITE_OK;
 }
@@ -146,7 +204,7 @@ static int vt_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
   cur *c = sqlite3_malloc(sizeof *c);
   if (!c) return SQLITE_NOMEM;
   memset(c, 0, sizeof *c);
-  c->owner = ((vt *)v)->owner;
+  c->owner = ((vt *)v)->ctx;
   tm_batch_init(&c->batch);
   tm_predicate_init(&c->pred);
   c->eof = true;
@@ -202,12 +260,25 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx_num, const char *idx_str
                      sqlite3_value **argv) {
   (void)idx_num;
   cur *c = (cur *)base;
-  tm_sqlsource *o = c->owner;
-  const tm_schema *s = tm_source_schema(o->src);
+  src_ctx *o = c->owner;
   cur_reset(c);
   tm_error err;
   tm_error_init(&err);
   int rc = TM_OK;
+  vt *v = (vt *)base->pVtab;
+  if (v->owned_src) {
+    /* Federated: every query reads the source as it is now (a fresh listing,
+     * the current Iceberg snapshot); the columns must not have changed. */
+    tm_schema before;
+    tm_schema_init(&before);
+    rc = tm_schema_copy(&before, tm_source_schema(o->src), &err);
+    if (rc == TM_OK) rc = tm_source_describe(o->src, &err);
+    if (rc == TM_OK && !tm_schema_equal(&before, tm_source_schema(o->src)))
+      rc = tm_error_set(&err, TM_ECONFLICT, "the source's columns changed; run the query again");
+    tm_schema_dispose(&before);
+    if (rc != TM_OK) return vt_error(base->pVtab, o, &err);
+  }
+  const tm_schema *s = tm_source_schema(o->src);
   /* Used columns. */
   unsigned long long used = 0;
   const char *p = idx_str;
@@ -245,16 +316,16 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx_num, const char *idx_str
       continue;
     }
     if (arg < 1 || arg > argc) continue;
-    tm_value v;
+    tm_value val;
     char *owned = NULL;
     tm_error conv;
-    if (tm_sqltype_to_value(&column->type, argv[arg - 1], &v, &owned, &conv) != TM_OK || v.is_null) {
+    if (tm_sqltype_to_value(&column->type, argv[arg - 1], &val, &owned, &conv) != TM_OK || val.is_null) {
       tm_free(owned);
       continue; /* not typable as the column: SQLite checks it alone */
     }
     tm_pred_op pop = op == '=' ? TM_PRED_EQ : op == 'l' ? TM_PRED_LT : op == 'L' ? TM_PRED_LE
                      : op == 'g' ? TM_PRED_GT : TM_PRED_GE;
-    rc = tm_predicate_add(&c->pred, column->name, column->type, pop, &v, &err);
+    rc = tm_predicate_add(&c->pred, column->name, column->type, pop, &val, &err);
     tm_free(owned);
   }
   if (rc == TM_OK) {
@@ -327,6 +398,34 @@ static const sqlite3_module k_module = {
     .xRowid = vt_rowid,
 };
 
+static const sqlite3_module k_federated_module = {
+    .iVersion = 1,
+    .xCreate = vt_connect_federated,
+    .xConnect = vt_connect_federated,
+    .xBestIndex = vt_best_index,
+    .xDisconnect = vt_disconnect,
+    .xDestroy = vt_disconnect,
+    .xOpen = vt_open,
+    .xClose = vt_close,
+    .xFilter = vt_filter,
+    .xNext = vt_next,
+    .xEof = vt_eof,
+    .xColumn = vt_column,
+    .xRowid = vt_rowid,
+};
+
+int tm_sqlsource_register_federated(sqlite3 *db, tm_sqlsource_lookup_fn lookup, void *payload,
+                                    tm_error *err) {
+  fed_host *h = tm_calloc(1, sizeof *h);
+  if (!h) return tm_error_nomem(err);
+  h->lookup = lookup;
+  h->payload = payload;
+  if (sqlite3_create_module_v2(db, "tm_source", &k_federated_module, h, tm_free) != SQLITE_OK)
+    return tm_error_set(err, TM_ERROR, "cannot register the federated table module: %s",
+                        sqlite3_errmsg(db));
+  return TM_OK;
+}
+
 /* refresh_sql may only read. */
 static int authorize(void *payload, int action, const char *a, const char *b, const char *c,
                      const char *d) {
@@ -382,7 +481,7 @@ static int append_cell(tm_sqlsource *s, tm_colbuilder *cb, size_t i, tm_error *e
 }
 
 static int step_error(tm_sqlsource *s, int src, tm_error *err) {
-  if (s->has_inner) return tm_error_copy(err, &s->inner);
+  if (s->ctx.has_inner) return tm_error_copy(err, &s->ctx.inner);
   return tm_error_set(err, src == SQLITE_NOMEM ? TM_ENOMEM : TM_EINVALID, "refresh_sql: %s",
                       sqlite3_errmsg(s->db));
 }
@@ -401,7 +500,7 @@ static int sql_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
     for (size_t i = 0; i < s->out.n_cols; i++)
       TM_TRY(append_cell(s, tm_batch_builder_col(&sc->bb, i), i, err));
   }
-  base->stats = s->acc;
+  base->stats = s->ctx.acc;
   if (tm_batch_builder_rows(&sc->bb) == 0) return TM_ITEROVER;
   base->stats.rows_returned += tm_batch_builder_rows(&sc->bb);
   return tm_batch_builder_finish(&sc->bb, out, err);
@@ -410,7 +509,7 @@ static int sql_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
 static void sql_scan_free(tm_scan *base) {
   sql_scan *sc = (sql_scan *)base;
   sqlite3_reset(sc->s->stmt);
-  sc->s->req = NULL;
+  sc->s->ctx.req = NULL;
   sc->s->scanning = false;
   tm_batch_builder_dispose(&sc->bb);
   tm_free(sc);
@@ -432,9 +531,9 @@ int tm_sqlsource_scan(tm_sqlsource *s, const tm_scan_request *req, tm_scan **out
     return rc;
   }
   sqlite3_reset(s->stmt);
-  memset(&s->acc, 0, sizeof s->acc);
-  s->has_inner = false;
-  s->req = req;
+  memset(&s->ctx.acc, 0, sizeof s->ctx.acc);
+  s->ctx.has_inner = false;
+  s->ctx.req = req;
   s->scanning = true;
   *out = &sc->base;
   return TM_OK;
@@ -447,7 +546,7 @@ static int type_computed(tm_sqlsource *s, tm_error *err) {
   bool any = false;
   for (size_t i = 0; i < s->out.n_cols; i++) any |= !s->typed[i];
   if (!any) return TM_OK;
-  s->req = NULL;
+  s->ctx.req = NULL;
   int src = sqlite3_step(s->stmt);
   if (src != SQLITE_ROW && src != SQLITE_DONE) {
     int rc = step_error(s, src, err);
@@ -469,7 +568,7 @@ int tm_sqlsource_new(tm_sqlsource **out, tm_source *src, const char *name, const
                      tm_error *err) {
   tm_sqlsource *s = tm_calloc(1, sizeof *s);
   if (!s) return tm_error_nomem(err);
-  s->src = src;
+  s->ctx.src = src;
   tm_schema_init(&s->out);
   s->name = tm_strdup(name);
   int rc = s->name ? TM_OK : tm_error_nomem(err);

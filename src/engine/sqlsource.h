@@ -18,6 +18,8 @@
 #ifndef TM_ENGINE_SQLSOURCE_H
 #define TM_ENGINE_SQLSOURCE_H
 
+#include <sqlite3.h>
+
 #include "source/source.h"
 
 typedef struct tm_sqlsource tm_sqlsource;
@@ -41,5 +43,17 @@ const tm_schema *tm_sqlsource_schema(const tm_sqlsource *s);
  */
 int tm_sqlsource_scan(tm_sqlsource *s, const tm_scan_request *req, tm_scan **out,
                       tm_error *err) TM_WARN_UNUSED;
+
+/*
+ * Federated tables (SPEC C6): registers the module "tm_source" on db. A
+ * `CREATE VIRTUAL TABLE temp."NAME" USING tm_source` asks lookup for NAME's
+ * source options (views that must stay valid while db lives), opens and
+ * describes the source, and serves it: every query re-describes it (a fresh
+ * listing, the current Iceberg snapshot) and scans it with delete files
+ * applied (B12), pushing comparisons and the used columns down.
+ */
+typedef int (*tm_sqlsource_lookup_fn)(void *payload, const char *name, tm_source_options *out);
+int tm_sqlsource_register_federated(sqlite3 *db, tm_sqlsource_lookup_fn lookup, void *payload,
+                                    tm_error *err) TM_WARN_UNUSED;
 
 #endif

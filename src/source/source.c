@@ -14,6 +14,47 @@ void tm_scan_request_init(tm_scan_request *r) {
   r->version = TM_SCAN_REQUEST_VERSION;
 }
 
+static int dup_opt(char **dst, const char *src, tm_error *err) {
+  if (!src) return TM_OK;
+  *dst = tm_strdup(src);
+  return *dst ? TM_OK : tm_error_nomem(err);
+}
+
+int tm_source_spec_init(tm_source_spec *out, const tm_source_options *o, tm_error *err) {
+  memset(out, 0, sizeof *out);
+  tm_kv_init(&out->params);
+  out->time_column_is_text = o->time_column_is_text;
+  TM_TRY(dup_opt(&out->from, o->from, err));
+  TM_TRY(dup_opt(&out->name, o->name, err));
+  TM_TRY(dup_opt(&out->base_dir, o->base_dir, err));
+  TM_TRY(dup_opt(&out->time_column, o->time_column, err));
+  TM_TRY(dup_opt(&out->time_partition_column, o->time_partition_column, err));
+  if (o->params) TM_TRY(tm_kv_copy(&out->params, o->params, err));
+  return TM_OK;
+}
+
+void tm_source_spec_dispose(tm_source_spec *s) {
+  tm_free(s->from);
+  tm_free(s->name);
+  tm_free(s->base_dir);
+  tm_free(s->time_column);
+  tm_free(s->time_partition_column);
+  tm_kv_dispose(&s->params);
+  memset(s, 0, sizeof *s);
+}
+
+void tm_source_spec_options(const tm_source_spec *s, tm_source_options *out) {
+  memset(out, 0, sizeof *out);
+  out->version = TM_SOURCE_OPTIONS_VERSION;
+  out->from = s->from;
+  out->name = s->name;
+  out->params = &s->params;
+  out->base_dir = s->base_dir;
+  out->time_column = s->time_column;
+  out->time_partition_column = s->time_partition_column;
+  out->time_column_is_text = s->time_column_is_text;
+}
+
 void tm_source_table_dispose(tm_source_table *t) {
   for (size_t i = 0; i < t->n_snapshots; i++) tm_free(t->snapshots[i].operation);
   tm_free(t->snapshots);

@@ -42,6 +42,20 @@ typedef struct tm_source_options {
 
 #define TM_SOURCE_OPTIONS_VERSION 1
 
+/** An owned copy of tm_source_options, for sources opened later (federated tables). */
+typedef struct tm_source_spec {
+  char *from, *name, *base_dir, *time_column, *time_partition_column; /* owned or NULL */
+  bool time_column_is_text;
+  tm_kv params;
+} tm_source_spec;
+
+/** Deep-copies o into out (initialised by this call; dispose even after an error). */
+int tm_source_spec_init(tm_source_spec *out, const tm_source_options *o, tm_error *err)
+    TM_WARN_UNUSED;
+void tm_source_spec_dispose(tm_source_spec *s);
+/** Options that view s (valid while s lives). */
+void tm_source_spec_options(const tm_source_spec *s, tm_source_options *out);
+
 /** The name of the file-time pseudo column (SPEC A7). */
 #define TM_SOURCE_LAST_MODIFIED "last_modified"
 

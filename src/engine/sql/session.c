@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "engine/sql/sql_int.h"
+#include "engine/sqlsource.h"
 #include "util/alloc.h"
 
 #define MAX_ATTACHED 10
@@ -28,8 +29,27 @@
 
 typedef struct cat_item {
   char *name;       /* owned */
-  tm_engine *engine; /* one reference */
+  tm_engine *engine; /* one reference; NULL for a federated dataset */
+  tm_source_spec *source; /* owned: a federated dataset's source (C6), or NULL */
 } cat_item;
+
+static void source_free(tm_source_spec *s) {
+  if (!s) return;
+  tm_source_spec_dispose(s);
+  tm_free(s);
+}
+
+static tm_source_spec *source_copy(const tm_source_spec *from) {
+  tm_source_spec *c = tm_calloc(1, sizeof *c);
+  if (!c) return NULL;
+  tm_source_options o;
+  tm_source_spec_options(from, &o);
+  if (tm_source_spec_init(c, &o, NULL) != TM_OK) {
+    source_free(c);
+    return NULL;
+  }
+  return c;
+}
 
 struct tm_sql_catalog {
   pthread_mutex_t mu;
@@ -52,14 +72,16 @@ void tm_sql_catalog_free(tm_sql_catalog *c) {
   for (size_t i = 0; i < c->n; i++) {
     tm_free(c->items[i].name);
     tm_engine_release(c->items[i].engine);
+    source_free(c->items[i].source);
   }
   tm_free(c->items);
   pthread_mutex_destroy(&c->mu);
   tm_free(c);
 }
 
-int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
-  const char *name = tm_engine_dataset(e);
+/* Lists an engine's dataset, or a federated one (e NULL, spec given and taken). */
+static int add_item(tm_sql_catalog *c, const char *name, tm_engine *e, tm_source_spec *spec,
+                    tm_error *err) {
   int rc = TM_OK;
   pthread_mutex_lock(&c->mu);
   for (size_t i = 0; i < c->n; i++)
@@ -83,28 +105,51 @@ int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
     goto done;
   }
   c->items[c->n].name = copy;
-  c->items[c->n].engine = tm_engine_retain(e);
+  c->items[c->n].engine = e ? tm_engine_retain(e) : NULL;
+  c->items[c->n].source = spec;
+  spec = NULL;
   c->n++;
   c->version++;
 done:
   pthread_mutex_unlock(&c->mu);
+  source_free(spec);
   return rc;
+}
+
+int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
+  return add_item(c, tm_engine_dataset(e), e, NULL, err);
+}
+
+int tm_sql_catalog_add_source(tm_sql_catalog *c, const tm_source_options *opts, tm_error *err) {
+  tm_source_spec *spec = tm_calloc(1, sizeof *spec);
+  if (!spec) return tm_error_nomem(err);
+  int rc = tm_source_spec_init(spec, opts, err);
+  if (rc < 0) {
+    source_free(spec);
+    return rc;
+  }
+  return add_item(c, opts->name, NULL, spec, err);
 }
 
 int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) {
   tm_engine *gone = NULL;
+  tm_source_spec *gone_src = NULL;
+  bool found = false;
   pthread_mutex_lock(&c->mu);
   for (size_t i = 0; i < c->n; i++)
     if (strcasecmp(c->items[i].name, name) == 0) {
       gone = c->items[i].engine;
+      gone_src = c->items[i].source;
       tm_free(c->items[i].name);
       c->items[i] = c->items[--c->n];
       c->version++;
+      found = true;
       break;
     }
   pthread_mutex_unlock(&c->mu);
-  if (!gone) return tm_error_set(err, TM_ENOTFOUND, "no dataset named '%s'", name);
+  if (!found) return tm_error_set(err, TM_ENOTFOUND, "no dataset named '%s'", name);
   tm_engine_release(gone);
+  source_free(gone_src);
   return TM_OK;
 }
 
@@ -112,8 +157,9 @@ int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) {
 
 typedef struct sess_item {
   char *name;       /* owned */
-  tm_engine *engine; /* one reference */
-  bool columnar;
+  tm_engine *engine; /* one reference; NULL for a federated dataset */
+  tm_source_spec *source; /* owned copy for a federated dataset (C6) */
+  bool columnar;    /* a virtual table (columnar engines and federated sources) */
   bool ready;       /* the vtab exists / the database is attached */
   char alias[32];   /* sqlite: the attach name */
   uint64_t used;    /* LRU clock of the last query that needed it */
@@ -144,6 +190,8 @@ struct tm_sql_stmt {
   size_t n_cols;
 };
 
+static int lookup_source(void *payload, const char *name, tm_source_options *out);
+
 static int progress(void *payload) {
   tm_sql_session *s = payload;
   if (s->deadline_ns && tm_monotonic_ns() > s->deadline_ns) {
@@ -169,6 +217,7 @@ int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
   sqlite3_busy_timeout(s->db, 5000);
   sqlite3_progress_handler(s->db, 4096, progress, s);
   int rc = tm_sql__vtab_register(s->db, &s->host, err);
+  if (rc == TM_OK) rc = tm_sqlsource_register_federated(s->db, lookup_source, s, err);
   if (rc < 0) {
     sqlite3_close(s->db);
     tm_free(s);
@@ -182,6 +231,18 @@ static void item_dispose(sess_item *it) {
   tm_free(it->name);
   tm_free(it->error);
   tm_engine_release(it->engine);
+  source_free(it->source);
+}
+
+/* The federated module's lookup: a session item's source options. */
+static int lookup_source(void *payload, const char *name, tm_source_options *out) {
+  tm_sql_session *s = payload;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->items[i].source && strcmp(s->items[i].name, name) == 0) {
+      tm_source_spec_options(s->items[i].source, out);
+      return TM_OK;
+    }
+  return TM_ENOTFOUND;
 }
 
 void tm_sql_session_free(tm_sql_session *s) {
@@ -216,12 +277,12 @@ static int quote_ident(tm_buf *b, const char *name, tm_error *err) {
   return tm_buf_putc(b, '"', err);
 }
 
-/* Creates the virtual table of a columnar dataset. */
+/* Creates the virtual table of a columnar or federated dataset. */
 static int create_vtab(tm_sql_session *s, sess_item *it, tm_error *err) {
   tm_buf sql = TM_BUF_INIT(1 << 20);
   int rc = tm_buf_puts(&sql, "CREATE VIRTUAL TABLE temp.", err);
   if (rc == TM_OK) rc = quote_ident(&sql, it->name, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, " USING tidemark", err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, it->source ? " USING tm_source" : " USING tidemark", err);
   if (rc == TM_OK) {
     s->host.creating = it->engine;
     if (sqlite3_exec(s->db, sql.ptr, NULL, NULL, NULL) != SQLITE_OK)
@@ -297,13 +358,15 @@ static int sync(tm_sql_session *s, tm_error *err) {
   }
   for (size_t i = 0; i < n; i++) {
     snap[i].name = c->items[i].name; /* borrowed until unlock; copied below */
-    snap[i].engine = tm_engine_retain(c->items[i].engine);
+    snap[i].engine = c->items[i].engine ? tm_engine_retain(c->items[i].engine) : NULL;
+    snap[i].source = c->items[i].source; /* borrowed until unlock; copied below */
   }
-  /* Copy names while holding the lock. */
+  /* Copy names and sources while holding the lock. */
   int rc = TM_OK;
   for (size_t i = 0; i < n; i++) {
     snap[i].name = tm_strdup(snap[i].name);
     if (!snap[i].name) rc = tm_error_nomem(err);
+    if (snap[i].source && !(snap[i].source = source_copy(snap[i].source))) rc = tm_error_nomem(err);
   }
   uint64_t version = c->version;
   pthread_mutex_unlock(&c->mu);
@@ -312,7 +375,7 @@ static int sync(tm_sql_session *s, tm_error *err) {
     bool keep = false;
     for (size_t k = 0; k < n; k++)
       if (snap[k].name && strcmp(snap[k].name, s->items[i].name) == 0 &&
-          snap[k].engine == s->items[i].engine)
+          snap[k].engine == s->items[i].engine && !snap[k].source == !s->items[i].source)
         keep = true;
     if (keep) {
       i++;
@@ -325,7 +388,9 @@ static int sync(tm_sql_session *s, tm_error *err) {
   for (size_t k = 0; k < n && rc == TM_OK; k++) {
     bool have = false;
     for (size_t i = 0; i < s->n; i++)
-      if (s->items[i].engine == snap[k].engine) have = true;
+      if (s->items[i].engine == snap[k].engine && !snap[k].source == !s->items[i].source &&
+          strcmp(s->items[i].name, snap[k].name) == 0)
+        have = true;
     if (have) continue;
     if (s->n == s->cap) {
       size_t cap = s->cap ? s->cap * 2 : 8;
@@ -341,9 +406,11 @@ static int sync(tm_sql_session *s, tm_error *err) {
     memset(it, 0, sizeof *it);
     it->name = snap[k].name;
     it->engine = snap[k].engine;
+    it->source = snap[k].source;
     snap[k].name = NULL;
     snap[k].engine = NULL;
-    it->columnar = tm_engine__is_columnar(it->engine);
+    snap[k].source = NULL;
+    it->columnar = it->source || tm_engine__is_columnar(it->engine);
     tm_error sub;
     tm_error_init(&sub);
     int r = it->columnar ? create_vtab(s, it, &sub)
@@ -355,6 +422,7 @@ static int sync(tm_sql_session *s, tm_error *err) {
   for (size_t k = 0; k < n; k++) {
     tm_free(snap[k].name);
     tm_engine_release(snap[k].engine);
+    source_free(snap[k].source);
   }
   tm_free(snap);
   if (rc == TM_OK) s->cat_version = version;
