@@ -43,7 +43,7 @@ for trial in $(seq 1 "$trials"); do
     before=$(count_of "$ds")
     # A refresh of one new file takes about 2-4 units; kill somewhere inside it.
     delay_ms=$(( RANDOM % (unit * 4 + 20) ))
-    tm refresh -c "$T/tm.yaml" "$ds" >/dev/null 2>&1 & pid=$!
+    "$TM_BIN" refresh -c "$T/tm.yaml" "$ds" >/dev/null 2>&1 & pid=$!
     sleep "$(awk -v m="$delay_ms" 'BEGIN { printf "%.3f", m / 1000 }')"
     if kill -9 "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
     wait "$pid" 2>/dev/null || true
