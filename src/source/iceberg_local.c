@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/iceberg/writer.h"
 #include "io/io.h"
 #include "util/alloc.h"
 
@@ -69,7 +70,9 @@ static int write_all(int fd, const void *data, size_t len) {
  * temporary file that is then hard-linked to the final name (link fails
  * with EEXIST when another writer got there first). */
 static int write_exclusive(const char *path, const void *data, size_t len, tm_error *err) {
-  char *tmp = tm_asprintf("%s.tmp-%ld", path, (long)getpid());
+  char uuid[37];
+  tm_iceberg_uuid(uuid); /* unique even for two writers in one process */
+  char *tmp = tm_asprintf("%s.tmp-%ld-%s", path, (long)getpid(), uuid);
   if (!tmp) return tm_error_nomem(err);
   int rc = TM_OK;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

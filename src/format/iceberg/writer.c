@@ -805,7 +805,9 @@ int tm_iceberg_expire(tm_iceberg_table *base, int64_t older_than_ms,
   while (io->remove && tm_map_next(&before, &pos, &key, &val)) {
     if (tm_map_gets(&after, key)) continue;
     const char *root_dir = tm_iceberg_table_root(base);
-    if (!root_dir || !tm_str_has_prefix((const char *)val, root_dir)) continue;
+    const char *path = val;
+    size_t rl = root_dir ? strlen(root_dir) : 0;
+    if (!root_dir || strncmp(path, root_dir, rl) != 0 || path[rl] != '/') continue;
     tm_error e2;
     if (io->remove(io->payload, (const char *)val, &e2) == TM_OK) res.files_deleted++;
   }

@@ -340,12 +340,31 @@ TM_TEST(iceberg_writer_replace_table_and_expire) {
   tm_test_write_file(p, "a");
   snprintf(p, sizeof p, "%s/data/b.parquet", root);
   tm_test_write_file(p, "b");
-  int64_t s1 = commit_files(root, "append", &a, 1, NULL, 0);
-  const char *rm[1] = {a.path};
+  /* A file in a sibling folder whose name starts like the table's: expire
+   * must not treat it as the table's own (only files under ROOT/ go). */
+  fake_file sib;
+  t = open_at(root);
+  fake(&sib, t, "x", 1, 100, 100, tm_iceberg_table_metadata(t));
+  tm_iceberg_table_free(t);
+  char sib_dir[4096], sib_file[4200];
+  snprintf(sib_dir, sizeof sib_dir, "%s2", root);
+  TM_ASSERT_OK(tm_mkdir_p(sib_dir, &err), &err);
+  snprintf(sib_file, sizeof sib_file, "%s/x.parquet", sib_dir);
+  tm_test_write_file(sib_file, "x");
+  snprintf(sib.path, sizeof sib.path, "file://%s", sib_file);
+  fake_file first[2] = {a, sib};
+  first[0].f.path = first[0].path;
+  first[0].f.stats = first[0].stats;
+  first[0].f.partition = first[0].part;
+  first[1].f.path = first[1].path;
+  first[1].f.stats = first[1].stats;
+  first[1].f.partition = first[1].part;
+  int64_t s1 = commit_files(root, "append", first, 2, NULL, 0);
+  const char *rm[2] = {a.path, sib.path};
   usleep(5000);
   int64_t cutoff = tm_now_ms();
   usleep(5000);
-  int64_t s2 = commit_files(root, "overwrite", &b, 1, rm, 1);
+  int64_t s2 = commit_files(root, "overwrite", &b, 1, rm, 2);
   t = open_at(root);
   tm_iceberg_expire_result res;
   TM_ASSERT_OK(tm_iceberg_expire(t, cutoff, &res, &err), &err);
@@ -356,6 +375,7 @@ TM_TEST(iceberg_writer_replace_table_and_expire) {
   TM_ASSERT(!tm_path_exists(p));
   snprintf(p, sizeof p, "%s/data/b.parquet", root);
   TM_ASSERT(tm_path_exists(p));
+  TM_ASSERT(tm_path_exists(sib_file));
   TM_ASSERT(res.files_deleted >= 2);
   t = open_at(root);
   const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
