@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +33,32 @@
 #include "io/io.h"
 #include "util/alloc.h"
 
-typedef struct pending_fd {
+/* One segment file being written in the background. */
+typedef struct wjob {
   uint64_t id;
-  int fd;
-} pending_fd;
+  tm_cseg *seg;         /* the memory segment (one reference), until handed over */
+  tm_cseg *mapped;      /* its file-backed twin (one reference), once mapped */
+  bool handed;          /* the twin went to the transaction (written) */
+  int fd;               /* open until sync's fdatasync; -1 after */
+  uint64_t size, checksum;
+  int rc;               /* the write's result */
+  tm_error err;
+  bool done, cancelled;
+} wjob;
 
 typedef struct cay_store {
   char *dir;            /* owned */
   int lock_fd;
-  pending_fd *fds;      /* segment files written but not yet fdatasync'ed */
-  size_t n_fds, cap_fds;
   char *schema_text;    /* owned */
   char *options_text;   /* owned */
+  /* The background writer of the current transaction. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t thread;
+  bool running;         /* the thread exists (joined by sync or finish) */
+  bool closing;         /* no more jobs: the thread exits when the queue is empty */
+  wjob **jobs;          /* owned; in seal order */
+  size_t n_jobs, cap_jobs, next_job;
 } cay_store;
 
 static const tm_engine_vtable k_vtable;
@@ -89,68 +104,172 @@ static int copy_zones(tm_cseg *dst, const tm_col_stats *zones, tm_error *err) {
   return TM_OK;
 }
 
-/* ---- the store hooks --------------------------------------------------------------------- */
+/* ---- the store hooks ---------------------------------------------------------------------
+ *
+ * Sealed segments are written by a background thread while the transaction
+ * goes on building the next ones (direct I/O keeps that thread mostly
+ * waiting on the device). sync joins it, fdatasyncs every file, maps each
+ * back and fsyncs the folder; resolve hands the mapped twins to the next
+ * snapshot.
+ */
 
-static int cay_persist(tm_cengine *e, tm_cseg **segp, tm_error *err) {
+static void *writer_main(void *arg) {
+  tm_cengine *e = arg;
   cay_store *st = store_of(e);
-  tm_cseg *mem = *segp;
-  char *path = seg_path(st->dir, mem->id);
-  if (!path) return tm_error_nomem(err);
-  if (st->n_fds == st->cap_fds) {
-    size_t cap = st->cap_fds ? st->cap_fds * 2 : 16;
-    pending_fd *f = tm_reallocarray(st->fds, cap, sizeof *f);
-    if (!f) {
-      tm_free(path);
-      return tm_error_nomem(err);
+  pthread_mutex_lock(&st->mu);
+  for (;;) {
+    while (st->next_job == st->n_jobs && !st->closing) pthread_cond_wait(&st->cv, &st->mu);
+    if (st->next_job == st->n_jobs) break;
+    wjob *j = st->jobs[st->next_job++];
+    if (j->cancelled) {
+      j->done = true;
+      continue;
     }
-    st->fds = f;
-    st->cap_fds = cap;
-  }
-  int fd;
-  uint64_t size, sum;
-  int rc = tm_cay_segment_write(path, mem, &fd, &size, &sum, err);
-  if (rc < 0) {
+    pthread_mutex_unlock(&st->mu);
+    char *path = seg_path(st->dir, j->id);
+    tm_error_init(&j->err);
+    j->rc = path ? tm_cay_segment_write(path, j->seg, &j->fd, &j->size, &j->checksum, &j->err)
+                 : tm_error_nomem(&j->err);
     tm_free(path);
-    return rc;
+    pthread_mutex_lock(&st->mu);
+    j->done = true;
   }
-  st->fds[st->n_fds].id = mem->id;
-  st->fds[st->n_fds].fd = fd;
-  st->n_fds++;
-  tm_cseg *mapped = NULL;
-  rc = tm_cay_segment_open(path, &e->base.schema, mem->id, size, sum, false, &mapped, err);
-  tm_free(path);
+  pthread_mutex_unlock(&st->mu);
+  return NULL;
+}
+
+/* Stops the writer after the jobs queued so far. */
+static void writer_join(cay_store *st) {
+  if (!st->running) return;
+  pthread_mutex_lock(&st->mu);
+  st->closing = true;
+  pthread_cond_signal(&st->cv);
+  pthread_mutex_unlock(&st->mu);
+  pthread_join(st->thread, NULL);
+  st->running = false;
+  st->closing = false;
+}
+
+static int cay_persist(tm_cengine *e, tm_cseg *seg, tm_error *err) {
+  cay_store *st = store_of(e);
+  wjob *j = tm_calloc(1, sizeof *j);
+  if (!j) return tm_error_nomem(err);
+  j->fd = -1;
+  j->id = seg->id;
+  j->seg = tm_cseg_retain(seg);
+  pthread_mutex_lock(&st->mu);
+  int rc = TM_OK;
+  if (st->n_jobs == st->cap_jobs) {
+    size_t cap = st->cap_jobs ? st->cap_jobs * 2 : 16;
+    wjob **jobs = tm_reallocarray(st->jobs, cap, sizeof *jobs);
+    if (!jobs) rc = tm_error_nomem(err);
+    else {
+      st->jobs = jobs;
+      st->cap_jobs = cap;
+    }
+  }
   if (rc == TM_OK) {
-    tm_col_stats *zones = tm_calloc(mem->n_cols ? mem->n_cols : 1, sizeof *zones);
-    if (!zones) rc = tm_error_nomem(err);
-    for (size_t c = 0; c < mem->n_cols && rc == TM_OK; c++) zones[c] = mem->cols[c].zone;
-    if (rc == TM_OK) rc = copy_zones(mapped, zones, err);
-    tm_free(zones);
+    st->jobs[st->n_jobs++] = j;
+    j = NULL;
+    if (!st->running) {
+      if (pthread_create(&st->thread, NULL, writer_main, e) == 0) st->running = true;
+      else rc = tm_error_set(err, TM_ERROR, "%s: cannot start the segment writer", st->dir);
+    }
+    pthread_cond_signal(&st->cv);
   }
-  if (rc < 0) {
-    tm_cseg_release(mapped);
-    return rc; /* the file is forgotten by the transaction's rollback */
+  pthread_mutex_unlock(&st->mu);
+  if (j) {
+    tm_cseg_release(j->seg);
+    tm_free(j);
   }
-  /* Written by this process a moment ago: offsets and codes are right. */
-  for (size_t c = 0; c < mapped->n_cols; c++) mapped->cols[c].checked = 1;
-  mapped->checksum = sum;
-  tm_cseg_release(mem);
-  *segp = mapped;
-  return TM_OK;
+  return rc;
+}
+
+/* Maps a written segment file back as the memory segment's twin. */
+static int map_twin(tm_cengine *e, wjob *j, tm_error *err) {
+  cay_store *st = store_of(e);
+  char *path = seg_path(st->dir, j->id);
+  int rc = path ? tm_cay_segment_open(path, &e->base.schema, j->id, j->size, j->checksum, false,
+                                      &j->mapped, err)
+                : tm_error_nomem(err);
+  tm_free(path);
+  tm_col_stats *zones = rc == TM_OK ? tm_calloc(j->seg->n_cols ? j->seg->n_cols : 1, sizeof *zones) : NULL;
+  if (rc == TM_OK && !zones) rc = tm_error_nomem(err);
+  for (size_t c = 0; rc == TM_OK && c < j->seg->n_cols; c++) zones[c] = j->seg->cols[c].zone;
+  if (rc == TM_OK) rc = copy_zones(j->mapped, zones, err);
+  tm_free(zones);
+  if (rc == TM_OK) {
+    /* Written by this process a moment ago: offsets and codes are right. */
+    for (size_t c = 0; c < j->mapped->n_cols; c++) j->mapped->cols[c].checked = 1;
+    j->mapped->checksum = j->checksum;
+    j->mapped->slot = j->seg->slot;
+  } else {
+    tm_cseg_release(j->mapped);
+    j->mapped = NULL;
+  }
+  return rc;
+}
+
+static size_t cay_written(tm_cengine *e, tm_cseg **mem, tm_cseg **twin, size_t cap) {
+  cay_store *st = store_of(e);
+  size_t n = 0;
+  for (size_t i = 0; i < st->n_jobs && n < cap; i++) {
+    wjob *j = st->jobs[i];
+    pthread_mutex_lock(&st->mu);
+    bool ready = j->done && !j->cancelled && !j->handed && j->rc == TM_OK;
+    pthread_mutex_unlock(&st->mu);
+    if (!ready) continue;
+    tm_error sub;
+    tm_error_init(&sub);
+    if (!j->mapped && map_twin(e, j, &sub) < 0) continue; /* sync reports it */
+    mem[n] = j->seg;    /* the store's reference goes with it: the caller drops it */
+    twin[n] = tm_cseg_retain(j->mapped);
+    j->seg = NULL;
+    j->handed = true;
+    n++;
+  }
+  /* The store's reference on a handed memory segment is released here. */
+  for (size_t i = 0; i < n; i++) tm_cseg_release(mem[i]);
+  return n;
 }
 
 static int cay_sync(tm_cengine *e, tm_error *err) {
   cay_store *st = store_of(e);
-  int rc = TM_OK;
-  bool any = st->n_fds > 0;
-  for (size_t i = 0; i < st->n_fds; i++) {
-    if (rc == TM_OK && fdatasync(st->fds[i].fd) != 0)
-      rc = tm_error_set(err, TM_EIO, "%s: segment %016llx: fdatasync: %s", st->dir,
-                        (unsigned long long)st->fds[i].id, strerror(errno));
-    close(st->fds[i].fd);
+  writer_join(st);
+  if (st->next_job < st->n_jobs) {
+    /* The writer could not start: write what is left here. */
+    for (size_t i = st->next_job; i < st->n_jobs; i++) {
+      wjob *j = st->jobs[i];
+      if (j->cancelled) continue;
+      char *path = seg_path(st->dir, j->id);
+      j->rc = path ? tm_cay_segment_write(path, j->seg, &j->fd, &j->size, &j->checksum, &j->err)
+                   : tm_error_nomem(&j->err);
+      tm_free(path);
+      j->done = true;
+    }
+    st->next_job = st->n_jobs;
   }
-  st->n_fds = 0;
-  if (rc == TM_OK && any) rc = tm_fsync_dir(st->dir, err);
+  int rc = TM_OK;
+  for (size_t i = 0; i < st->n_jobs; i++) {
+    wjob *j = st->jobs[i];
+    if (j->cancelled) continue;
+    if (rc == TM_OK && j->rc < 0) rc = tm_error_copy(err, &j->err);
+    if (rc == TM_OK && j->fd >= 0 && fdatasync(j->fd) != 0)
+      rc = tm_error_set(err, TM_EIO, "%s: segment %016llx: fdatasync: %s", st->dir,
+                        (unsigned long long)j->id, strerror(errno));
+    if (j->fd >= 0) close(j->fd);
+    j->fd = -1;
+    if (rc == TM_OK && !j->mapped) rc = map_twin(e, j, err);
+  }
+  if (rc == TM_OK && st->n_jobs > 0) rc = tm_fsync_dir(st->dir, err);
   return rc;
+}
+
+static tm_cseg *cay_resolve(tm_cengine *e, tm_cseg *seg) {
+  cay_store *st = store_of(e);
+  for (size_t i = 0; i < st->n_jobs; i++)
+    if (st->jobs[i]->id == seg->id && st->jobs[i]->mapped) return tm_cseg_retain(st->jobs[i]->mapped);
+  return tm_cseg_retain(seg);
 }
 
 static int cay_publish(tm_cengine *e, const tm_csnap *next, tm_error *err) {
@@ -165,27 +284,43 @@ static int cay_publish(tm_cengine *e, const tm_csnap *next, tm_error *err) {
   return rc;
 }
 
+static void cay_finish(tm_cengine *e) {
+  cay_store *st = store_of(e);
+  writer_join(st);
+  for (size_t i = 0; i < st->n_jobs; i++) {
+    wjob *j = st->jobs[i];
+    if (j->fd >= 0) close(j->fd);
+    tm_cseg_release(j->seg);
+    tm_cseg_release(j->mapped);
+    tm_free(j);
+  }
+  st->n_jobs = st->next_job = 0;
+}
+
 static void cay_forget(tm_cengine *e, tm_cseg *seg) {
   cay_store *st = store_of(e);
-  for (size_t i = 0; i < st->n_fds; i++)
-    if (st->fds[i].id == seg->id) {
-      close(st->fds[i].fd);
-      st->fds[i] = st->fds[--st->n_fds];
-      break;
-    }
+  /* A segment still queued is not written at all; one being written is
+   * unlinked now and its descriptor closed by finish. */
+  pthread_mutex_lock(&st->mu);
+  for (size_t i = 0; i < st->n_jobs; i++)
+    if (st->jobs[i]->id == seg->id) st->jobs[i]->cancelled = true;
+  pthread_mutex_unlock(&st->mu);
+  writer_join(st);
   char *path = seg_path(st->dir, seg->id);
   if (path) unlink(path); /* mapped readers keep their pages */
   tm_free(path);
 }
 
-static const tm_cstore k_store = {cay_persist, cay_sync, cay_publish, cay_forget};
+static const tm_cstore k_store = {cay_persist, cay_written, cay_sync, cay_resolve,
+                                   cay_publish, cay_finish, cay_forget};
 
 /* ---- open / close ------------------------------------------------------------------------- */
 
 static void store_free(cay_store *st) {
   if (!st) return;
-  for (size_t i = 0; i < st->n_fds; i++) close(st->fds[i].fd);
-  tm_free(st->fds);
+  tm_free(st->jobs);
+  pthread_mutex_destroy(&st->mu);
+  pthread_cond_destroy(&st->cv);
   if (st->lock_fd >= 0) close(st->lock_fd); /* releases the flock */
   tm_free(st->dir);
   tm_free(st->schema_text);
@@ -328,6 +463,8 @@ static int cay_open(tm_engine **out, const tm_schema *schema, const tm_engine_op
   cay_store *st = tm_calloc(1, sizeof *st);
   if (!st) return tm_error_nomem(err);
   st->lock_fd = -1;
+  pthread_mutex_init(&st->mu, NULL);
+  pthread_cond_init(&st->cv, NULL);
   st->dir = tm_strdup(opts->path);
   if (!st->dir) {
     rc = tm_error_nomem(err);

@@ -20,7 +20,8 @@
  *     i32 precision, i32 scale, i32 width, u32 dict_len,
  *     i64 null_count,
  *     5 x (u64 offset, u64 length): validity, values, data, dict offsets, dict data
- *   (a length of 0 means the buffer is absent).
+ *   (a length of 0 means the buffer is absent);
+ *   then zeros up to a multiple of 4096 bytes (the file is written with direct I/O).
  * The file checksum chains tm_hash64 over every buffer, then the directory.
  *
  * Trust: files are written by this process's code; at open the loader checks

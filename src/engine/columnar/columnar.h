@@ -163,14 +163,30 @@ typedef struct tm_csnap {
 
 typedef struct tm_cengine tm_cengine;
 
-/* What a persistent backend does at the writer's key moments. */
+/*
+ * What a persistent backend does at the writer's key moments. A transaction
+ * calls persist for each segment it seals (the write may proceed in the
+ * background), then at commit sync, resolve for each segment of the next
+ * state, publish, and finally finish (also after an abort).
+ */
 typedef struct tm_cstore {
-  /** A built memory segment: persist it (may replace *seg by a file-backed one). */
-  int (*persist)(tm_cengine *e, tm_cseg **seg, tm_error *err);
-  /** All of a commit's new segments are written: make them durable. */
+  /** Starts writing a sealed memory segment (the store keeps a reference). */
+  int (*persist)(tm_cengine *e, tm_cseg *seg, tm_error *err);
+  /**
+   * Segments whose write finished since the last call, each with its
+   * file-backed twin (at most cap pairs). The caller swaps them in and takes
+   * over the references: one on each twin; the store drops its reference on
+   * the memory segments. Lets a long transaction keep memory flat. May be NULL.
+   */
+  size_t (*written)(tm_cengine *e, tm_cseg **mem, tm_cseg **twin, size_t cap);
+  /** Waits for every started write and makes them durable. */
   int (*sync)(tm_cengine *e, tm_error *err);
+  /** The segment to publish for seg (a new reference): its file-backed twin, or seg. */
+  tm_cseg *(*resolve)(tm_cengine *e, tm_cseg *seg);
   /** Publishes `next` durably (cayenne: the manifest by atomic rename). */
   int (*publish)(tm_cengine *e, const tm_csnap *next, tm_error *err);
+  /** The transaction is over: drops what persist kept. Idempotent. */
+  void (*finish)(tm_cengine *e);
   /** A segment that no published state names any more (cayenne: unlink its file). */
   void (*forget)(tm_cengine *e, tm_cseg *seg);
 } tm_cstore;

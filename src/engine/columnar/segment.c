@@ -194,6 +194,27 @@ static void zone_of(tm_ccol *c, int64_t n) {
     z->has_min = z->has_max = any;
     return;
   }
+  if (c->enc == TM_CENC_VAR) {
+    /* Strings: compare views in place. */
+    const int32_t *off = c->values;
+    tm_strview lo = {NULL, 0}, hi = {NULL, 0};
+    for (int64_t i = 0; i < n; i++) {
+      if (tm_ccol_is_null(c, i)) continue;
+      tm_strview v = tm_sv((const char *)c->data + off[i], (size_t)(off[i + 1] - off[i]));
+      if (!any) {
+        lo = hi = v;
+        any = true;
+        continue;
+      }
+      if (cmp_bytes(v, lo) < 0) lo = v;
+      else if (cmp_bytes(v, hi) > 0) hi = v;
+    }
+    z->min.v.s = lo;
+    z->max.v.s = hi;
+    z->has_min = any && lo.len <= TM_ZONE_MAX_BYTES;
+    z->has_max = any && hi.len <= TM_ZONE_MAX_BYTES;
+    return;
+  }
   tm_value lo, hi, v;
   memset(&lo, 0, sizeof lo);
   memset(&hi, 0, sizeof hi);

@@ -359,7 +359,7 @@ static int mark_deleted(ctxn *t, uint32_t slot, uint32_t row, tm_error *err) {
   }
   if (slot >= t->cap_w_of_slot || t->w_of_slot[slot] < 0)
     return tm_error_set(err, TM_ERROR, "key index names an unknown segment");
-  roaring_bitmap_t *d;
+  roaring_bitmap_t *d = NULL;
   TM_TRY(w_del(&t->w[t->w_of_slot[slot]], &d, err));
   roaring_bitmap_add(d, row);
   return TM_OK;
@@ -480,19 +480,18 @@ static int seal(ctxn *t, tm_error *err) {
   TM_TRY(tm_cseg_build(&seg, e->next_seg_id++, &e->base.schema, t->pend, err));
   seg->slot = t->pend_slot;
   if (e->store) {
-    int rc = e->store->persist(e, &seg, err);
+    int rc = e->store->persist(e, seg, err);
     if (rc < 0) {
       tm_cseg_release(seg);
       return rc;
     }
-    seg->slot = t->pend_slot;
   }
   e->slots[t->pend_slot] = seg;
   roaring_bitmap_t *del = t->pend_del;
   t->pend_del = NULL;
   t->pend_rows = 0;
   t->info.segments_written++;
-  t->info.bytes_written += e->store ? seg->file_size : seg->mem_bytes;
+  t->info.bytes_written += seg->mem_bytes;
   int rc = w_push(t, seg, NULL, del, true, err);
   if (rc < 0) {
     /* The segment is named by the slot; abort forgets it. */
@@ -508,10 +507,62 @@ static int seal(ctxn *t, tm_error *err) {
     return rc;
   }
   t->pend_slot = slot;
+  /* Segments already on disk replace their memory copies. */
+  if (e->store && e->store->written) {
+    tm_cseg *mem[16], *twin[16];
+    size_t n;
+    while ((n = e->store->written(e, mem, twin, 16)) > 0)
+      for (size_t i = 0; i < n; i++) {
+        uint32_t sl = mem[i]->slot;
+        twin[i]->slot = sl;
+        if (sl < t->cap_w_of_slot && t->w_of_slot[sl] >= 0 && t->w[t->w_of_slot[sl]].seg == mem[i]) {
+          t->w[t->w_of_slot[sl]].seg = twin[i];
+          if (e->slots[sl] == mem[i]) e->slots[sl] = twin[i];
+          tm_cseg_release(mem[i]);
+        } else {
+          tm_cseg_release(twin[i]);
+        }
+      }
+  }
   return TM_OK;
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
+
+/*
+ * Appends rows [from, from + n) of a column view to a builder. Columns
+ * without NULLs on either side take a bulk path (one copy of the values, and
+ * for strings one copy of the bytes and a loop over offsets); the rest go
+ * through tm_colbuilder_append_range.
+ */
+static int append_view(tm_colbuilder *cb, const tm_colview *v, int64_t from, int64_t n,
+                       tm_error *err) {
+  if (n <= 0) return TM_OK;
+  if (v->validity || cb->validity.len || cb->type.id == TM_TYPE_BOOL)
+    return tm_colbuilder_append_range(cb, v, from, n, err);
+  if (tm_type_is_var(&cb->type)) {
+    const int32_t *off = v->values;
+    size_t bytes = (size_t)(off[from + n] - off[from]);
+    if (cb->data.len + bytes > (size_t)INT32_MAX)
+      return tm_error_set(err, TM_ETOOLARGE, "string column of one segment passes 2 GiB");
+    if (cb->values.len == 0) {
+      int32_t zero = 0;
+      TM_TRY(tm_buf_append(&cb->values, &zero, 4, err));
+    }
+    int32_t base = (int32_t)cb->data.len - off[from];
+    TM_TRY(tm_buf_append(&cb->data, v->data + off[from], bytes, err));
+    void *p;
+    TM_TRY(tm_buf_extend(&cb->values, (size_t)n * 4, &p, err));
+    int32_t *dst = p;
+    for (int64_t i = 0; i < n; i++) dst[i] = off[from + i + 1] + base;
+  } else {
+    size_t w = tm_type_byte_width(&cb->type);
+    TM_TRY(tm_buf_append(&cb->values, (const uint8_t *)v->values + (size_t)from * w,
+                         (size_t)n * w, err));
+  }
+  cb->length += n;
+  return TM_OK;
+}
 
 /*
  * Appends the rows of b whose win flag is set (all when win is NULL) to the
@@ -529,10 +580,21 @@ static int append_rows(ctxn *t, const tm_batch *b, const tm_colview *views, cons
       i++;
       continue;
     }
+    if (t->pend_rows == 0) {
+      /* A new segment: size its buffers once (strings from this batch's average). */
+      for (size_t c = 0; c < n_cols; c++) {
+        size_t bytes = 0;
+        if (tm_type_is_var(&views[c].type) && b->n_rows > 0) {
+          const int32_t *off = views[c].values;
+          double avg = (double)(off[b->n_rows] - off[0]) / (double)b->n_rows;
+          bytes = (size_t)(avg * 1.1 * (double)cap) + 64;
+        }
+        TM_TRY(tm_colbuilder_reserve(&t->pend[c], cap, bytes, err));
+      }
+    }
     int64_t j = i;
     while (j < b->n_rows && (!win || (win[j] & 1)) && j - i < cap - t->pend_rows) j++;
-    for (size_t c = 0; c < n_cols; c++)
-      TM_TRY(tm_colbuilder_append_range(&t->pend[c], &views[c], i, j - i, err));
+    for (size_t c = 0; c < n_cols; c++) TM_TRY(append_view(&t->pend[c], &views[c], i, j - i, err));
     if (hashes)
       for (int64_t k = i; k < j; k++)
         if (win[k] & 2)
@@ -659,7 +721,7 @@ int tm_cengine_write(tm_engine_txn *tb, const tm_batch *b, tm_error *err) {
 static int delete_row(ctxn *t, size_t wi, uint32_t r, tm_error *err) {
   tm_cengine *e = eng(t);
   wseg *w = &t->w[wi];
-  roaring_bitmap_t *d;
+  roaring_bitmap_t *d = NULL;
   TM_TRY(w_del(w, &d, err));
   roaring_bitmap_add(d, r);
   if (e->kix) {
@@ -676,7 +738,7 @@ static int delete_row(ctxn *t, size_t wi, uint32_t r, tm_error *err) {
 
 /* A temporary snapshot of the transaction's state (for SQL conditions). */
 static int working_snapshot(ctxn *t, tm_csnap **out, tm_error *err) {
-  tm_csnap *s;
+  tm_csnap *s = NULL;
   TM_TRY(tm_csnap_new(&s, eng(t), err));
   int rc = TM_OK;
   s->segs = tm_calloc(t->n_w ? t->n_w : 1, sizeof *s->segs);
@@ -706,7 +768,7 @@ int tm_cengine_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n
                             tm_error *err) {
   ctxn *t = (ctxn *)tb;
   TM_TRY(seal(t, err));
-  tm_csnap *s;
+  tm_csnap *s = NULL;
   TM_TRY(working_snapshot(t, &s, err));
   tm_vec rowids;
   tm_vec_init(&rowids, sizeof(int64_t), SIZE_MAX / 16);
@@ -787,7 +849,7 @@ int tm_cengine_delete_before(tm_engine_txn *tb, int64_t sec, int32_t nsec, int64
 
 static bool in_snapshot(const tm_csnap *s, const tm_cseg *seg) {
   for (size_t i = 0; i < s->n_segs; i++)
-    if (s->segs[i].seg == seg) return true;
+    if (s->segs[i].seg->id == seg->id) return true;
   return false;
 }
 
@@ -798,9 +860,11 @@ static bool in_snapshot(const tm_csnap *s, const tm_cseg *seg) {
  */
 static int publish_working(ctxn *t, const tm_kv *state, tm_error *err) {
   tm_cengine *e = eng(t);
-  tm_csnap *next;
+  /* The new segments first become durable files (cayenne). */
+  int rc = e->store ? e->store->sync(e, err) : TM_OK;
+  if (rc < 0) return rc;
+  tm_csnap *next = NULL;
   TM_TRY(tm_csnap_new(&next, e, err));
-  int rc = TM_OK;
   next->segs = tm_calloc(t->n_w ? t->n_w : 1, sizeof *next->segs);
   if (!next->segs) rc = tm_error_nomem(err);
   if (rc == TM_OK) rc = tm_kv_copy(&next->state, state ? state : &t->from->state, err);
@@ -810,7 +874,8 @@ static int publish_working(ctxn *t, const tm_kv *state, tm_error *err) {
     uint64_t dead = w_deleted(w);
     if (dead >= (uint64_t)w->seg->n_rows) continue; /* nothing live: leaves the state */
     tm_csnap_seg *ns = &next->segs[next->n_segs];
-    ns->seg = tm_cseg_retain(w->seg);
+    ns->seg = e->store ? e->store->resolve(e, w->seg) : tm_cseg_retain(w->seg);
+    ns->seg->slot = w->seg->slot;
     next->n_segs++;
     if (w->del && dead > 0) {
       roaring_bitmap_t *copy = roaring_bitmap_copy(w->del);
@@ -821,7 +886,6 @@ static int publish_working(ctxn *t, const tm_kv *state, tm_error *err) {
     }
     next->n_live += w->seg->n_rows - (int64_t)dead;
   }
-  if (rc == TM_OK && e->store) rc = e->store->sync(e, err);
   if (rc == TM_OK && e->store) rc = e->store->publish(e, next, err);
   if (rc < 0) {
     tm_engine__snapshot_drop(&next->base);
@@ -831,6 +895,8 @@ static int publish_working(ctxn *t, const tm_kv *state, tm_error *err) {
   tm_csnap *old = e->published;
   e->published = next;
   pthread_mutex_unlock(&e->pub_mu);
+  /* The writer reads the published segments from now on (file-backed twins). */
+  for (size_t i = 0; i < next->n_segs; i++) e->slots[next->segs[i].seg->slot] = next->segs[i].seg;
   /* Retire segments the new state no longer names. */
   for (size_t i = 0; i < old->n_segs; i++) {
     tm_cseg *s = old->segs[i].seg;
@@ -846,6 +912,7 @@ static int publish_working(ctxn *t, const tm_kv *state, tm_error *err) {
   }
   t->info.rows_after = next->n_live;
   tm_engine__snapshot_drop(&old->base);
+  if (e->store) e->store->finish(e);
   return TM_OK;
 }
 
@@ -858,6 +925,7 @@ static void rollback(ctxn *t) {
     if (e->store) e->store->forget(e, s);
     if (s->slot < e->n_slots && e->slots[s->slot] == s) slot_free(e, s->slot);
   }
+  if (e->store) e->store->finish(e);
   if (t->pend_slot != UINT32_MAX) slot_free(e, t->pend_slot);
   t->pend_slot = UINT32_MAX;
   if (t->kix_touched) {

@@ -235,9 +235,9 @@ static void kill_trials(tm_engine_kind kind, int trials) {
       child(kind, path, last + 1, fds[1]);
     }
     close(fds[1]);
-    /* Kill at a random instant: from at once up to ~60 ms of commits. */
+    /* Kill at a random instant: from at once up to ~150 ms of commits. */
     rnd = tm_hash_mix64(rnd + 1);
-    struct timespec ts = {0, (long)(rnd % 60000) * 1000};
+    struct timespec ts = {0, (long)(rnd % 150000) * 1000};
     nanosleep(&ts, NULL);
     kill(pid, SIGKILL);
     int status;

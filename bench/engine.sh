@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Engine benchmark (issue 5): the 10M-row events data in each engine, next to
+# DuckDB (node @duckdb/node-api, threads=1) on the same data.
+#   ingest rows/s from in-memory batches into cayenne, arrow, sqlite (and cayenne
+#     keyed by id), up to a durable commit; target cayenne >= 5M rows/s;
+#   count(*), sum(amount) GROUP BY kind, a 1% time range, a point lookup by id,
+#     each engine's time over DuckDB's (ratio > 1: slower than DuckDB);
+#   the share of cayenne segments the time range reads (target <= 5%);
+#   max(ts) from cayenne's zone maps (target < 1 ms).
+# BENCH_ENGINE_ROWS changes the row count; the data is generated in memory by
+# both sides from one formula (see bench_engine.c). The engines' files go to
+# $BENCH_DATA/engine.
+set -euo pipefail
+root=${TM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+bin=${TM_BENCH_BIN_DIR:-$root/build/release}/bench_engine
+data=${BENCH_DATA:-$root/build/bench-data}
+rows=${BENCH_ENGINE_ROWS:-10000000}
+[[ -x $bin ]] || { echo "engine bench: $bin is missing (make release)" >&2; exit 1; }
+mkdir -p "$data/engine"
+out=$(mktemp "${TMPDIR:-/tmp}/tm-bench-engine-XXXXXX")
+trap 'rm -f "$out" "$out.duck"; rm -rf "$data/engine"' EXIT
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+"$bin" --rows "$rows" --dir "$data/engine" | tee "$out" | grep -v '^RESULT\|^CHECK'
+bounds=$(awk '$1 == "RESULT" && $3 == "range_bounds" {print $4; exit}' "$out")
+lo=${bounds%%|*}
+hi=${bounds##*|}
+TM_SOURCE_DIR=$root node "$root/bench/engine_duckdb.mjs" "$rows" "${lo/T/ }" "${hi/T/ }" | tee "$out.duck" | grep -v '^RESULT\|^CHECK'
+cat "$out.duck" >> "$out"
+
+# The answers must agree (DuckDB prints no header quoting: compare the rows only).
+awk '$1 == "CHECK" {
+       key = $3; sub(/^[^|]*\|/, "", $0); rows = $0; gsub(/ /, "", rows); gsub(/"/, "", rows); sub(/\|$/, "", rows)
+       if (!(key in want)) want[key] = rows
+       else if (want[key] != rows) { printf "engine bench: %s differs: %s vs %s\n", key, rows, want[key]; bad = 1 }
+     }
+     END { exit bad }' "$out" || { echo "engine bench: engines disagree" >&2; exit 1; }
+
+awk '
+  $1 == "RESULT" { v[$2, $3] = $4; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
+  END {
+    printf "\n%-14s %14s %11s %7s %11s %7s %11s %7s %11s %7s\n", "engine", "ingest Mrow/s",
+           "count(*) ms", "ratio", "group-by ms", "ratio", "1% range ms", "ratio", "point ms", "ratio"
+    split("q_count_ms q_groupby_ms q_range_ms q_point_ms", qs, " ")
+    for (i = 0; i < n; i++) {
+      e = order[i]
+      if (e == "data") continue
+      line = sprintf("%-14s %14.2f", e, v[e, "ingest_rows_per_s"] / 1e6)
+      for (k = 1; k <= 4; k++) {
+        q = qs[k]
+        if ((e, q) in v) line = line sprintf(" %11.2f %7s", v[e, q], e == "duckdb" ? "1" : sprintf("%.1fx", v[e, q] / v["duckdb", q]))
+        else line = line sprintf(" %11s %7s", "-", "-")
+      }
+      print line
+    }
+    pct = v["cayenne", "range_segments_pct"]; us = v["cayenne", "max_ts_us"]
+    cay = v["cayenne", "ingest_rows_per_s"] / 1e6
+    printf "\ncayenne ingest: %.2f M rows/s (target >= 5; CPU %.2f s for %d rows)\n", cay, v["cayenne", "ingest_cpu_s"], v["data", "rows"]
+    printf "cayenne 1%% time range reads %.1f%% of the segments (target <= 5%%)\n", pct
+    printf "cayenne max(ts) from zone maps: %.2f us (target < 1000 us)\n", us
+    printf "(duckdb ingest is CREATE TABLE AS over range(), for reference only)\n"
+    if (pct > 5 || us >= 1000) exit 1
+  }' "$out"
