@@ -18,7 +18,8 @@
 // Usage: node parquet-difftest.mjs corpus|bad [--markdown]
 // Environment: TM_BIN (tidemark binary), TM_TESTDATA (../shared/testdata).
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { canonical, csvField, fmtBlobHex, openDuckDB } from './parquet-canonical.mjs';
 
@@ -182,7 +183,9 @@ async function duck(file, columns = null, limit = null, from = null) {
 }
 
 async function corpusFile(file) {
-  const rel = file.startsWith(root) ? relative(root, file) : file.replace(/^.*\/fuzz\//, 'fuzz/');
+  const rel = file.startsWith(root) ? relative(root, file)
+    : /\/generated-[^/]*$/.test(file) ? 'generated/' + file.replace(/^.*\//, '')
+    : file.replace(/^.*\/fuzz\//, 'fuzz/');
   const sp = SPECIAL[rel] || {};
   const full = tm(['parquet', 'cat', file]);
   if (!noSanitizer(full)) return report(rel, false, 'sanitizer report or signal', full.err.slice(0, 300));
@@ -312,6 +315,25 @@ if (mode === 'corpus') {
   const seeds = process.env.TM_SOURCE_DIR && join(process.env.TM_SOURCE_DIR, 'fuzz/corpora/fuzz_parquet_footer');
   if (seeds && existsSync(seeds))
     for (const f of listParquet(seeds, false).filter((p) => /\/duckdb-[^/]*$/.test(p))) await corpusFile(f);
+  // Larger files than the corpus holds: several row groups, each cut into
+  // several batches, pages of 100K values, dictionary and plain strings, nulls,
+  // v1 and v2 pages (DuckDB's V2 writes the DELTA encodings).
+  const tmp = mkdtempSync(join(tmpdir(), 'tm-pqgen-'));
+  try {
+    const sql = `SELECT i AS id, CASE WHEN i % 17 = 0 THEN NULL ELSE i * 7 - 500000 END AS n,
+                   CASE WHEN i % 13 = 0 THEN NULL ELSE (['alpha','beta','gamma','delta','epsilon'])[(i % 5)::INTEGER + 1] END AS kind,
+                   CASE WHEN i % 11 = 0 THEN NULL ELSE md5(i::VARCHAR) || repeat('x', (i % 40)::INTEGER) END AS payload,
+                   i / 3.0 AS d, (i % 1000)::FLOAT / 8 AS f, DATE '1960-01-01' + (i % 30000)::INTEGER AS day,
+                   TIMESTAMP '1969-12-31 23:00:00' + to_microseconds(i * 1001) AS ts, i % 3 = 0 AS b,
+                   (i * 1.25)::DECIMAL(18,2) AS dec FROM range(300000) t(i)`;
+    for (const v of ['V1', 'V2']) {
+      const f = join(tmp, `generated-${v}.parquet`);
+      await con.run(`COPY (${sql}) TO '${f}' (FORMAT parquet, COMPRESSION snappy, PARQUET_VERSION ${v}, ROW_GROUP_SIZE 140000)`);
+      await corpusFile(f);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
   for (const rel of Object.keys(SPECIAL))
     if (!existsSync(join(root, rel))) report(rel, false, 'special case for a file that does not exist');
 } else {

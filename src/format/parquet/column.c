@@ -55,10 +55,13 @@ typedef enum src_kind {
 typedef void (*conv_fn)(uint8_t *dst, const uint8_t *src, size_t n, size_t width);
 
 #define IDX_CHUNK 1024
+/* Bytes readable past a dictionary's string data and writable past the end
+ * of reserved output string data (see copy_short). */
+#define COPY_SLACK 64
 
 struct tm_pq_column {
   tm_pq_column_desc d;
-  uint8_t *chunk; /* owned compressed chunk */
+  uint8_t *chunk; /* compressed chunk; owned unless d.chunk_borrowed */
   size_t chunk_len;
   size_t pos;          /* next page header in chunk */
   int64_t values_left; /* values of the chunk not yet returned */
@@ -320,7 +323,7 @@ int tm_parquet__column_new(tm_pq_column **out, const tm_pq_column_desc *desc, ui
                            size_t chunk_len, tm_error *err) {
   tm_pq_column *c = tm_calloc(1, sizeof *c);
   if (!c) {
-    tm_free(chunk);
+    if (!desc->chunk_borrowed) tm_free(chunk);
     return tm_error_nomem(err);
   }
   c->d = *desc;
@@ -349,9 +352,31 @@ int tm_parquet__column_new(tm_pq_column **out, const tm_pq_column_desc *desc, ui
   return TM_OK;
 }
 
+int tm_parquet__column_reset(tm_pq_column *c, const tm_pq_column_desc *desc, uint8_t *chunk,
+                             size_t chunk_len, tm_error *err) {
+  if (!c->d.chunk_borrowed) tm_free(c->chunk);
+  c->d = *desc;
+  c->chunk = chunk;
+  c->chunk_len = chunk_len;
+  c->pos = 0;
+  c->values_left = desc->num_values;
+  c->has_dict = false;
+  c->dict_n = 0;
+  c->page_left = 0;
+  c->src = SRC_NONE;
+  c->var_to_dec = false;
+  int rc = setup_conv(c, err);
+  if (rc == TM_OK && !tm_parquet__codec_supported(desc->codec))
+    rc = col_error(c, err, desc->codec == 3 ? TM_EUNSUPPORTED : TM_ECORRUPT,
+                   desc->codec == 3 ? "LZO compression is not supported"
+                                    : "unknown compression codec %d",
+                   (int)desc->codec);
+  return rc;
+}
+
 void tm_parquet__column_free(tm_pq_column *c) {
   if (!c) return;
-  tm_free(c->chunk);
+  if (!c->d.chunk_borrowed) tm_free(c->chunk);
   tm_parquet__codec_ctx_dispose(&c->codec);
   tm_buf_dispose(&c->page_buf);
   tm_buf_dispose(&c->scratch);
@@ -404,7 +429,7 @@ static int load_dictionary(tm_pq_column *c, const uint8_t *p, size_t len, int64_
   if (c->out_var || c->var_to_dec) {
     if (c->out_var) {
       TM_TRY(col_wrap(c, err, tm_buf_reserve(&c->dict_values, (n + 1) * 4, err)));
-      TM_TRY(col_wrap(c, err, tm_buf_reserve(&c->dict_data, len, err)));
+      TM_TRY(col_wrap(c, err, tm_buf_reserve(&c->dict_data, len + COPY_SLACK, err)));
     } else {
       TM_TRY(col_wrap(c, err, tm_buf_reserve(&c->dict_values, n * 16, err)));
     }
@@ -877,6 +902,19 @@ static int check_int96(tm_pq_column *c, const uint8_t *vals, size_t n, tm_error 
   return TM_OK;
 }
 
+/*
+ * Copies l bytes where at least COPY_SLACK bytes may be read at src and
+ * written at dst: short strings move as one vector-sized block instead of a
+ * call to memcpy with a variable length.
+ */
+static inline void copy_short(uint8_t *dst, const uint8_t *src, size_t l) {
+  if (l <= 16) memcpy(dst, src, 16);
+  else if (l <= 32) memcpy(dst, src, 32);
+  else if (l <= 48) memcpy(dst, src, 48);
+  else if (l <= 64) memcpy(dst, src, 64);
+  else memcpy(dst, src, l);
+}
+
 static int data_overflow(tm_pq_column *c, tm_error *err) {
   return col_error(c, err, TM_ETOOLARGE, "string data of one batch passes 2 GiB");
 }
@@ -889,7 +927,7 @@ static int read_var(tm_pq_column *c, tm_buf *data, int32_t *off, size_t nv, tm_e
     case SRC_PLAIN_VAR: {
       /* The strings take at most the bytes left in the page. */
       size_t left = c->vlen - c->vpos;
-      TM_TRY(col_wrap(c, err, tm_buf_reserve(data, left, err)));
+      TM_TRY(col_wrap(c, err, tm_buf_reserve(data, left + COPY_SLACK, err)));
       uint8_t *out = (uint8_t *)data->ptr;
       const uint8_t *p = c->vp + c->vpos;
       size_t pos = 0;
@@ -899,7 +937,9 @@ static int read_var(tm_pq_column *c, tm_buf *data, int32_t *off, size_t nv, tm_e
         pos += 4;
         if (l > left - pos)
           return col_error(c, err, TM_ECORRUPT, "value of %u bytes passes the page end", l);
-        memcpy(out + end, p + pos, l);
+        /* The source may be read COPY_SLACK bytes on while inside the page. */
+        if (left - pos >= COPY_SLACK) copy_short(out + end, p + pos, l);
+        else memcpy(out + end, p + pos, l);
         pos += l;
         end += l;
         off[i + 1] = (int32_t)end;
@@ -937,14 +977,14 @@ static int read_var(tm_pq_column *c, tm_buf *data, int32_t *off, size_t nv, tm_e
           bytes += (size_t)(doff[ix + 1] - doff[ix]);
         }
         if (end + bytes > (size_t)INT32_MAX) return data_overflow(c, err);
-        TM_TRY(col_wrap(c, err, tm_buf_reserve(data, bytes, err)));
+        TM_TRY(col_wrap(c, err, tm_buf_reserve(data, bytes + COPY_SLACK, err)));
         uint8_t *out = (uint8_t *)data->ptr;
         int32_t *o = off + 1 + done;
         for (size_t i = 0; i < m; i++) {
           uint32_t ix = c->idx[i];
           int32_t s = doff[ix];
           size_t l = (size_t)(doff[ix + 1] - s);
-          memcpy(out + end, dd + s, l);
+          copy_short(out + end, dd + s, l); /* dict_data has COPY_SLACK bytes after it */
           end += l;
           o[i] = (int32_t)end;
         }

@@ -394,15 +394,23 @@ typedef struct tm_pq_column_desc {
   int32_t codec;
   int64_t num_values;  /* values in the chunk */
   bool verify_crc;
+  bool chunk_borrowed; /* the chunk bytes belong to the caller (not freed) */
 } tm_pq_column_desc;
 
 /**
  * A decoder over one column chunk held in memory (chunk: owned by the
- * decoder after the call, released with tm_free). Pages are decompressed one
- * at a time as rows are requested.
+ * decoder after the call and released with tm_free, unless
+ * desc->chunk_borrowed, when it must outlive the decoder's use of it). Pages
+ * are decompressed one at a time as rows are requested.
  */
 int tm_parquet__column_new(tm_pq_column **out, const tm_pq_column_desc *desc, uint8_t *chunk,
                            size_t chunk_len, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Points an existing decoder at the next column chunk (of the same column in
+ * another row group), keeping its buffers and codec contexts. Takes chunk.
+ */
+int tm_parquet__column_reset(tm_pq_column *c, const tm_pq_column_desc *desc, uint8_t *chunk,
+                             size_t chunk_len, tm_error *err) TM_WARN_UNUSED;
 /** Appends the next n rows to cb (whose type is desc->type). */
 int tm_parquet__column_read(tm_pq_column *c, tm_colbuilder *cb, int64_t n, tm_error *err)
     TM_WARN_UNUSED;

@@ -28,6 +28,7 @@ struct tm_parquet_scan {
   size_t next_rg;
   int64_t batch_rows;
   tm_pq_column **readers; /* owned, n_cols: decoders of the current row group */
+  tm_buf *chunks;         /* owned, n_cols: their column-chunk bytes, reused */
   int64_t rg_left;        /* rows left in the current row group */
   bool failed;
   tm_parquet_scan_stats stats;
@@ -45,6 +46,8 @@ void tm_parquet_scan_free(tm_parquet_scan *s) {
   if (!s) return;
   close_readers(s);
   tm_free(s->readers);
+  for (size_t i = 0; s->chunks && i < s->n_cols; i++) tm_buf_dispose(&s->chunks[i]);
+  tm_free(s->chunks);
   tm_free(s->cols);
   tm_free(s->rgs);
   tm_schema_dispose(&s->schema);
@@ -83,9 +86,10 @@ int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
   s->n_cols = opts->columns ? opts->n_columns : f->n_fields;
   s->cols = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
   s->readers = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->readers);
+  s->chunks = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->chunks);
   size_t n_rg_in = opts->row_groups ? opts->n_row_groups : f->meta.n_row_groups;
   s->rgs = tm_calloc(n_rg_in ? n_rg_in : 1, sizeof *s->rgs);
-  if (!s->cols || !s->readers || !s->rgs) {
+  if (!s->cols || !s->readers || !s->rgs || !s->chunks) {
     rc = tm_error_nomem(err);
     goto fail;
   }
@@ -102,6 +106,7 @@ int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
       goto fail;
     }
     s->cols[i] = fi;
+    tm_buf_init(&s->chunks[i], MAX_CHUNK + 1);
     TM_CHECK(tm_schema_add(&s->schema, fd->name, fd->type, fd->nullable, fd->field_id, err));
   }
   s->stats.row_groups_total = n_rg_in;
@@ -129,7 +134,10 @@ fail:
 }
 
 /* Reads the chunk of field fi in row group rg and makes its decoder. */
-static int open_column(tm_parquet_scan *s, size_t rg, size_t k, tm_error *err) {
+/* Checks the metadata of projected column k in row group rg and gives the
+ * byte range of its chunk. */
+static int chunk_range(tm_parquet_scan *s, size_t rg, size_t k, tm_io_range *out,
+                       tm_error *err) {
   tm_parquet_file *f = s->f;
   const tm_parquet_field *fd = &f->fields[s->cols[k]];
   const tm_pq_row_group *g = &f->meta.row_groups[rg];
@@ -168,13 +176,26 @@ static int open_column(tm_parquet_scan *s, size_t rg, size_t k, tm_error *err) {
   if (len > MAX_CHUNK)
     return tm_error_set(err, TM_ETOOLARGE, "%s: column '%s': chunk of %llu bytes exceeds the limit",
                         f->name, path, (unsigned long long)len);
-  uint8_t *chunk = tm_malloc(len ? (size_t)len : 1);
-  if (!chunk) return tm_error_nomem(err);
-  int rc = tm_input_read_exact(f->in, start, chunk, (size_t)len, err);
-  if (rc < 0) {
-    tm_free(chunk);
-    return rc;
-  }
+  out->off = start;
+  out->len = len;
+  return TM_OK;
+}
+
+/* Reads the chunk of projected column k (range r, checked) and points its
+ * decoder at it. */
+static int open_column(tm_parquet_scan *s, size_t rg, size_t k, const tm_io_range *r,
+                       tm_error *err) {
+  tm_parquet_file *f = s->f;
+  const tm_parquet_field *fd = &f->fields[s->cols[k]];
+  const tm_pq_column_meta *m = &f->meta.row_groups[rg].columns[fd->leaf].meta;
+  uint64_t start = r->off, len = r->len;
+  /* The chunk buffer of this column is reused from row group to row group.
+   * Its decoder is done with the previous chunk: reads never span row groups. */
+  tm_buf *cb = &s->chunks[k];
+  tm_buf_clear(cb);
+  TM_TRY(tm_buf_reserve(cb, (size_t)len, err));
+  uint8_t *chunk = (uint8_t *)cb->ptr;
+  TM_TRY(tm_input_read_exact(f->in, start, chunk, (size_t)len, err));
   s->stats.bytes_read += len;
   const tm_pq_leaf *leaf = &f->leaves[fd->leaf];
   tm_pq_column_desc d;
@@ -188,19 +209,32 @@ static int open_column(tm_parquet_scan *s, size_t rg, size_t k, tm_error *err) {
   d.codec = m->codec;
   d.num_values = m->num_values;
   d.verify_crc = f->opts.verify_crc;
+  d.chunk_borrowed = true;
+  /* A decoder from the previous row group keeps its buffers and codec state. */
+  if (s->readers[k]) return tm_parquet__column_reset(s->readers[k], &d, chunk, (size_t)len, err);
   return tm_parquet__column_new(&s->readers[k], &d, chunk, (size_t)len, err);
 }
 
 static int open_row_group(tm_parquet_scan *s, tm_error *err) {
-  close_readers(s);
   while (s->next_rg < s->n_rgs) {
     size_t rg = s->rgs[s->next_rg++];
     int64_t rows = s->f->meta.row_groups[rg].num_rows;
     if (rows == 0) continue;
-    for (size_t k = 0; k < s->n_cols; k++) TM_TRY(open_column(s, rg, k, err));
+    /* Check every chunk, announce the ranges (an object store merges and
+     * prefetches them), then read them. */
+    tm_io_range ranges[64];
+    tm_io_range *rs = s->n_cols <= 64 ? ranges : tm_calloc(s->n_cols, sizeof *rs);
+    if (!rs) return tm_error_nomem(err);
+    int rc = TM_OK;
+    for (size_t k = 0; k < s->n_cols && rc == TM_OK; k++) rc = chunk_range(s, rg, k, &rs[k], err);
+    if (rc == TM_OK) rc = tm_input_will_need(s->f->in, rs, s->n_cols, err);
+    for (size_t k = 0; k < s->n_cols && rc == TM_OK; k++) rc = open_column(s, rg, k, &rs[k], err);
+    if (rs != ranges) tm_free(rs);
+    if (rc < 0) return rc;
     s->rg_left = rows;
     return TM_OK;
   }
+  close_readers(s); /* the last row group: free its chunks now */
   return TM_ITEROVER;
 }
 
