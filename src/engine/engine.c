@@ -4,6 +4,8 @@
  */
 #include "engine/engine_int.h"
 
+#include <pthread.h>
+#include <sqlite3.h>
 #include <string.h>
 #include <strings.h>
 
@@ -283,6 +285,15 @@ tm_instant tm_engine__instant(const tm_type *t, tm_time_format f, const tm_value
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
+/*
+ * SQLite's allocation statistics take a global mutex on every malloc; every
+ * engine and session connection would serialize on it. Turned off once, before
+ * SQLite initializes (later calls are refused by SQLite and harmless).
+ */
+static pthread_once_t g_sqlite_once = PTHREAD_ONCE_INIT;
+static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+void tm_engine__sqlite_setup(void) { pthread_once(&g_sqlite_once, sqlite_setup); }
+
 int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema,
                    const tm_engine_options *opts, tm_error *err) {
   const tm_engine_vtable *vt = tm_engine__vtable(kind);
@@ -296,6 +307,7 @@ int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema
   if (!schema && opts->mode != TM_ENGINE_FILE)
     return tm_error_set(err, TM_EINVALID, "dataset '%s': a memory-mode engine needs a schema",
                         opts->dataset ? opts->dataset : "?");
+  tm_engine__sqlite_setup();
   return vt->open(out, schema, opts, err);
 }
 

@@ -74,6 +74,8 @@ void tm_engine__writer_release(tm_engine *e);
 /** Backends: checks that b's columns match the schema (names, types, order). */
 int tm_engine__check_batch(const tm_engine *e, const tm_batch *b, tm_error *err)
     TM_WARN_UNUSED;
+/** Process-wide SQLite settings, applied once before the first connection. */
+void tm_engine__sqlite_setup(void);
 /** The vtable of a kind. */
 const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind);
 /* Each backend's vtable (functions, not exported data, so that sanitizer

@@ -202,6 +202,7 @@ static int progress(void *payload) {
 }
 
 int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
+  tm_engine__sqlite_setup();
   tm_sql_session *s = tm_calloc(1, sizeof *s);
   if (!s) return tm_error_nomem(err);
   s->cat = c;
