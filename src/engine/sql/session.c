@@ -11,8 +11,8 @@
  *
  * Statements from outside pass the read-only authorizer at prepare time
  * (SPEC D4). Each statement gets a new generation number: columnar tables
- * pin their snapshot once per generation and are unpinned when the
- * statement is freed (SPEC C5).
+ * pin their snapshot once per generation, when the statement is planned, and
+ * are unpinned when the statement is freed (SPEC C5).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -572,6 +572,9 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
   const char *tail = NULL;
   char denied[TM_SQL_DENIED_MAX];
   int rc = TM_OK;
+  /* A new generation: planning (xBestIndex) pins the snapshots this statement reads. */
+  tm_sql__vtab_unpin_all(&s->host);
+  s->host.gen++;
   for (int attempt = 0;; attempt++) {
     denied[0] = '\0';
     sqlite3_set_authorizer(s->db, tm_sql__authorizer, denied);
@@ -579,6 +582,7 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
     sqlite3_set_authorizer(s->db, NULL, NULL);
     if (src == SQLITE_OK && st) break;
     if (src == SQLITE_OK) {
+      tm_sql__vtab_unpin_all(&s->host);
       return tm_error_set(err, TM_EINVALID, "empty query");
     }
     const char *msg = sqlite3_errmsg(s->db);
@@ -587,6 +591,7 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
       TM_TRY(make_room_and_attach(s, it, err));
       continue;
     }
+    tm_sql__vtab_unpin_all(&s->host);
     sess_item *broken = broken_table(s, msg);
     if (broken) return tm_error_set(err, TM_EINVALID, "%s", broken->error);
     if (denied[0]) return tm_error_set(err, TM_EINVALID, "%s", denied);
@@ -594,10 +599,12 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
   }
   if (!tm_sql__only_blank(tail)) {
     sqlite3_finalize(st);
+    tm_sql__vtab_unpin_all(&s->host);
     return tm_error_set(err, TM_EINVALID, "one statement per query");
   }
   if (!sqlite3_stmt_readonly(st)) {
     sqlite3_finalize(st);
+    tm_sql__vtab_unpin_all(&s->host);
     return tm_error_set(err, TM_EINVALID,
                         "a statement that changes the database is not allowed (queries are read-only)");
   }
@@ -608,6 +615,7 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
   tm_sql_stmt *q = tm_calloc(1, sizeof *q);
   if (!q) {
     sqlite3_finalize(st);
+    tm_sql__vtab_unpin_all(&s->host);
     return tm_error_nomem(err);
   }
   q->s = s;
@@ -621,9 +629,9 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
     sqlite3_finalize(st);
     tm_free(q->render);
     tm_free(q);
+    tm_sql__vtab_unpin_all(&s->host);
     return rc;
   }
-  s->host.gen++;
   s->open = q;
   s->timed_out = false;
   __atomic_store_n(&s->interrupted, 0, __ATOMIC_RELEASE);

@@ -18,9 +18,9 @@
  * SQLite's; every other pushed constraint is a conservative pre-filter that
  * SQLite re-checks.
  *
- * Snapshots: the first xFilter of a statement on a table pins the engine's
- * published snapshot; every cursor of that statement reads it; the session
- * unpins at statement end (SPEC C5).
+ * Snapshots: the first use of a table by a statement (planning, in
+ * xBestIndex) pins the engine's published snapshot; the plan and every cursor
+ * of that statement read it; the session unpins at statement end (SPEC C5).
  */
 #include <math.h>
 #include <stdio.h>
@@ -165,7 +165,8 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   tm_buf str = TM_BUF_INIT(1 << 20);
   int argv_i = 0;
   double rows;
-  tm_csnap *snap = vt->host->fixed ? vt->host->fixed : tm_cengine_pin(vt->engine);
+  /* Plan on the snapshot the statement will read (pinned for this generation). */
+  tm_csnap *snap = snapshot_for(vt);
   rows = (double)(snap->n_live > 0 ? snap->n_live : 1);
   double cost = rows;
   bool any_in = false;
@@ -211,7 +212,6 @@ static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     idx |= IDX_ORDERED | (info->aOrderBy[0].desc ? IDX_DESC : 0);
     rc = tm_buf_printf(&str, NULL, "o%d", info->aOrderBy[0].iColumn);
   }
-  if (!vt->host->fixed) tm_engine_snapshot_release(&snap->base);
   if (rc < 0) {
     tm_buf_dispose(&str);
     return SQLITE_NOMEM;
@@ -835,8 +835,11 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx_num, const char *idx_str
   if (c->ordered) {
     rc = collect_values(c, &err);
     if (rc == TM_EUNSUPPORTED) {
-      /* A segment without a dictionary: plain order (the plan assumed otherwise). */
-      c->ordered = false;
+      /* Planning and execution read the same pinned snapshot, so this cannot
+       * happen; refuse rather than return rows out of the promised order. */
+      tm_error_set(&err, TM_ERROR, "dataset '%s': ordered scan planned on another snapshot",
+                   tm_engine_dataset(vt->engine));
+      return set_error(c, &err);
     } else if (rc < 0) {
       return set_error(c, &err);
     } else {
