@@ -243,6 +243,16 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
     if (orc == TM_OK) {
       a->ready = true;
       set_status_locked(a, TM_ACCEL_READY);
+      /* The last fallback reason survives restarts, so B6's warning repeats
+       * only when the reason changes, also across `tidemark refresh` runs. */
+      tm_kv st;
+      tm_kv_init(&st);
+      if (tm_engine_read_state(a->engine, &st, &e2) == TM_OK) {
+        const char *fb = tm_kv_get(&st, TM_STATE_FALLBACK);
+        for (int f = TM_FALLBACK_TABLE_HAS_NO_SNAPSHOT; fb && f <= TM_FALLBACK_ROWS_REWRITTEN_WITHOUT_PRIMARY_KEY; f++)
+          if (!strcmp(fb, tm_fallback_name((tm_fallback)f))) a->last_fallback = (tm_fallback)f;
+      }
+      tm_kv_dispose(&st);
       int64_t rows = 0;
       if (tm_engine_row_count(a->engine, &rows, &e2) != TM_OK) rows = -1;
       tm_log(TM_LOG_INFO, def->name, "opened existing acceleration (%s, %lld rows)",
@@ -740,7 +750,9 @@ static int do_refresh(run *r) {
     if (rc == TM_OK) rc = tm_schema_fingerprint(r->schema, &fp, r->err);
     if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_SCHEMA, tm_buf_cstr(&fp), r->err);
     tm_buf_dispose(&fp);
-    if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(dec.fallback), r->err);
+    /* The last fallback reason (B6): kept until another fallback replaces it. */
+    if (rc == TM_OK && dec.fallback != TM_FALLBACK_NONE)
+      rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(dec.fallback), r->err);
     tm_engine_commit_info ci;
     memset(&ci, 0, sizeof ci);
     if (rc == TM_OK) {
@@ -790,14 +802,13 @@ static int do_refresh(run *r) {
   return rc;
 }
 
-/* Logs a fallback (B6): a warning when the reason changes, a count always. */
+/*
+ * Logs a fallback (B6): a warning when the reason differs from the last
+ * fallback's (refreshes that follow snapshots in between do not reset it, so
+ * a recurring cause warns once), a count always.
+ */
 static void note_fallback(tm_accel *a, tm_fallback f) {
-  if (f == TM_FALLBACK_NONE) {
-    pthread_mutex_lock(&a->state_lock);
-    a->last_fallback = TM_FALLBACK_NONE;
-    pthread_mutex_unlock(&a->state_lock);
-    return;
-  }
+  if (f == TM_FALLBACK_NONE) return;
   pthread_mutex_lock(&a->state_lock);
   bool changed = a->last_fallback != f;
   a->last_fallback = f;

@@ -19,3 +19,13 @@ write_parquet() { duckdb_query "COPY ($2) TO '$1' (FORMAT PARQUET)" >/dev/null; 
 tm_sql() { local cfg=$1; shift; tm sql -c "$cfg" --format csv "$@" | tail -n +2 | tr -d '\r'; }
 # The summary line of `tidemark refresh` for one dataset (stdout only).
 tm_refresh() { tm refresh "$@" 2>"$T/refresh.err" || { cat "$T/refresh.err" >&2; return 1; }; }
+# An Iceberg table (id long, ts timestamptz, v string) authored with `tidemark iceberg`.
+ICE_SCHEMA='{"type":"struct","fields":[{"id":1,"name":"id","required":false,"type":"long"},{"id":2,"name":"ts","required":false,"type":"timestamptz"},{"id":3,"name":"v","required":false,"type":"string"}]}'
+ice_create() { tm iceberg create "$1" --schema "${2:-$ICE_SCHEMA}" >/dev/null; }
+# ice_append TABLE "id,ts,v" ...: one append snapshot with these CSV rows.
+ice_append() {
+  local table=$1; shift
+  local f; f=$(mktemp "$T/rows-XXXXXX.csv")
+  { echo "id,ts,v"; printf '%s\n' "$@"; } > "$f"
+  tm iceberg append "$table" "$f" >/dev/null
+}

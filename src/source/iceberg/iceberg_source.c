@@ -65,7 +65,6 @@ typedef struct ice_source {
 
 static bool is_url(const char *p) { return strstr(p, "://") != NULL; }
 
-static const char *local_path(const char *p) { return tm_iceberg_local_path(p); }
 
 /* The store for url's bucket and the key inside it. */
 static int store_for(ice_source *s, const char *url, tm_objstore **store_out, const char **key_out,
@@ -491,8 +490,11 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
       s->root = tm_strdup(spec);
       if (!s->root) rc = tm_error_nomem(err);
     } else if (tm_str_has_prefix(spec, "file:")) {
+      /* As for file sources, file://PATH is PATH (relative to the config's
+       * folder unless it starts with '/'): file://wh/t is wh/t, not host wh. */
       s->kind = ICE_FILE;
-      s->root = absolute(local_path(spec), s->base_dir);
+      const char *path = tm_str_has_prefix(spec, "file://") ? spec + 7 : spec + 5;
+      s->root = absolute(path, s->base_dir);
       if (!s->root) rc = tm_error_nomem(err);
     } else {
       rc = tm_error_set(err, TM_EINVALID, "dataset %s: unknown Iceberg source '%s'", opts->name,
