@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 #include "refresh/accel.h"
 #include "runtime/config/config.h"
 #include "util/log.h"
@@ -23,6 +24,7 @@ static const tm_cli_opt k_opts[] = {
     {"full", 0, NULL, "a full refresh instead of the configured mode"},
     {"sql", 0, "SQL", "a one-off refresh_sql for this refresh (reads by time, SPEC A10/B11)"},
     {"url", 0, "URL", "trigger the refresh on a running server instead (tidemark run)"},
+    {"api-key", 0, "KEY", "with --url: the server's API key (or TIDEMARK_API_KEY)"},
     {0}};
 
 typedef struct progress {
@@ -42,8 +44,6 @@ static void on_progress(const char *dataset, int64_t files, int64_t rows, void *
   fflush(stderr);
   p->shown = true;
 }
-
-int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args);
 
 static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   const char *url = tm_cli_get(cmd, args, "url");
@@ -119,10 +119,12 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
 const tm_cli_cmd tm_cli_cmd_refresh = {
     "refresh",
     "refresh datasets once in this process, then exit",
-    "tidemark refresh [-c FILE] [DATASET...] [--full] [--sql SQL] [--url URL]",
+    "tidemark refresh [-c FILE] [DATASET...] [--full] [--sql SQL] [--url URL [--api-key KEY]]",
     "Refreshes the named datasets (default: every accelerated dataset) once, then exits.\n"
     "Prints one summary line per dataset: rows added, how it read (snapshots or time),\n"
-    "the fallback reason if any, and the time taken. For cron users and tests.",
+    "the fallback reason if any, and the time taken. For cron users and tests.\n"
+    "With --url, asks a running server (tidemark run) to refresh them instead and returns\n"
+    "once the refreshes are queued; `tidemark status --url` shows how they went.",
     k_opts,
     SIZE_MAX,
     run};

@@ -1,25 +1,116 @@
 /*
  * cmd_run.c - `tidemark run`: the long-running runtime (cli layer; SPEC 1.2).
+ *
+ * Loads the config, starts the runtime (runtime/runtime.h) and waits for
+ * SIGINT or SIGTERM, which start a clean shutdown: stop accepting, cancel
+ * refreshes in flight (they roll back or finish committing), join, exit 0.
+ * A second signal during the shutdown exits at once with code 130.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "runtime/config/config.h"
+#include "runtime/runtime.h"
+#include "util/log.h"
+#include "util/str.h"
+#include "util/time.h"
 
 static const tm_cli_opt k_opts[] = {
     {"config", 'c', "FILE", "config file (default: tidemark.yaml or spicepod.yaml)"},
-    {"http", 0, "ADDR", "HTTP API address (default 127.0.0.1:8090)"},
-    {"metrics", 0, "ADDR", "Prometheus metrics address (default 127.0.0.1:9090)"},
+    {"http", 0, "ADDR", "HTTP API address (default 127.0.0.1:8090; port 0 picks a free one)"},
+    {"metrics", 0, "ADDR", "Prometheus metrics address (default 127.0.0.1:9090; off: none)"},
     {"api-key", 0, "KEY", "require this key on every endpoint but /health (or TIDEMARK_API_KEY)"},
+    {"http-threads", 0, "N", "HTTP worker threads (default 2 per CPU, 4..32)"},
+    {"refresh-workers", 0, "N", "refresh worker threads (default min(4, datasets))"},
+    {"query-timeout", 0, "DURATION", "limit of one /v1/sql statement (default 30s)"},
     {0}};
 
+static int parse_count(const tm_cli_cmd *cmd, const char *name, const char *v, int *out) {
+  int64_t n;
+  if (tm_parse_int64(v, strlen(v), &n) != TM_OK || n < 1 || n > 1024)
+    return tm_cli_usage_error(cmd, "bad --%s '%s' (expected 1..1024)", name, v);
+  *out = (int)n;
+  return TM_EXIT_OK;
+}
+
+static sigset_t g_signals;
+
+/* After the first signal: a second one ends the process at once. */
+static void *second_signal(void *arg) {
+  (void)arg;
+  int sig;
+  if (sigwait(&g_signals, &sig) == 0) {
+    static const char msg[] = "tidemark: second signal, exiting without a clean shutdown\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(130);
+  }
+  return NULL;
+}
+
 static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
+  tm_runtime_options o;
+  tm_runtime_options_init(&o);
+  o.http_addr = tm_cli_get(cmd, args, "http");
+  o.metrics_addr = tm_cli_get(cmd, args, "metrics");
+  o.api_key = tm_cli_get(cmd, args, "api-key");
+  if (!o.api_key) o.api_key = getenv("TIDEMARK_API_KEY");
+  const char *v;
+  int code = TM_EXIT_OK;
+  if ((v = tm_cli_get(cmd, args, "http-threads")) &&
+      (code = parse_count(cmd, "http-threads", v, &o.http_threads)) != TM_EXIT_OK)
+    return code;
+  if ((v = tm_cli_get(cmd, args, "refresh-workers")) &&
+      (code = parse_count(cmd, "refresh-workers", v, &o.refresh_workers)) != TM_EXIT_OK)
+    return code;
+  tm_error err;
+  tm_error_init(&err);
+  if ((v = tm_cli_get(cmd, args, "query-timeout")) &&
+      (tm_duration_parse(v, &o.query_timeout_ms, &err) != TM_OK || o.query_timeout_ms <= 0))
+    return tm_cli_usage_error(cmd, "bad --query-timeout '%s' (expected e.g. 30s)", v);
+
   tm_config cfg;
-  int code = tm_cli_load_config(tm_cli_get(cmd, args, "config"), &cfg);
+  code = tm_cli_load_config(tm_cli_get(cmd, args, "config"), &cfg);
   if (code != TM_EXIT_OK) return code;
+
+  /* Every thread the runtime starts inherits this mask: only sigwait sees the signals. */
+  sigemptyset(&g_signals);
+  sigaddset(&g_signals, SIGINT);
+  sigaddset(&g_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &g_signals, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  tm_runtime *rt = NULL;
+  int rc = tm_runtime_new(&rt, &cfg, &o, &err);
+  if (rc != TM_OK) {
+    fprintf(stderr, "tidemark: %s\n", err.message);
+    tm_config_dispose(&cfg);
+    return rc == TM_EINVALID ? TM_EXIT_USAGE : TM_EXIT_FAILURE;
+  }
+  rc = tm_runtime_start(rt, &err);
+  if (rc != TM_OK) {
+    fprintf(stderr, "tidemark: %s\n", err.message);
+    tm_runtime_free(rt);
+    tm_config_dispose(&cfg);
+    return TM_EXIT_FAILURE;
+  }
+  tm_log(TM_LOG_INFO, NULL, "tidemark %s running %s (%zu datasets); Ctrl-C stops", TM_VERSION,
+         cfg.path, cfg.n_datasets);
+  int sig = 0;
+  sigwait(&g_signals, &sig);
+  tm_log(TM_LOG_INFO, NULL, "received %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  pthread_t watcher;
+  if (pthread_create(&watcher, NULL, second_signal, NULL) == 0) pthread_detach(watcher);
+  tm_runtime_stop(rt);
+  tm_runtime_free(rt);
   tm_config_dispose(&cfg);
-  return tm_cli_unavailable(cmd, "the runtime layer has not landed; `tidemark config check` "
-                                 "validates the config");
+  return TM_EXIT_OK;
 }
 
 const tm_cli_cmd tm_cli_cmd_run = {
@@ -28,7 +119,7 @@ const tm_cli_cmd tm_cli_cmd_run = {
     "tidemark run [-c FILE] [--http ADDR] [--metrics ADDR] [--api-key KEY]",
     "Loads every dataset of the config, opens existing accelerations, refreshes them on\n"
     "schedule, serves the HTTP API and Prometheus metrics, and shuts down cleanly on\n"
-    "SIGINT or SIGTERM.",
+    "SIGINT or SIGTERM (a refresh in flight rolls back or finishes committing).",
     k_opts,
     0,
     run};

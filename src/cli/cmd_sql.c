@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 #include "engine/sql.h"
 #include "format/arrow/render.h"
 #include "refresh/accel.h"
@@ -27,9 +28,6 @@ static const tm_cli_opt k_opts[] = {
     {"format", 0, "table|csv|json", "output format (default table)"},
     {"api-key", 0, "KEY", "with --url: the server's API key (or TIDEMARK_API_KEY)"},
     {0}};
-
-int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
-                      tm_out_format format, const char *api_key);
 
 static int run_one(tm_sql_session *s, const char *query, tm_out_format format) {
   tm_error err;

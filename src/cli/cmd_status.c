@@ -1,32 +1,158 @@
 /*
- * cmd_status.c - `tidemark status`: datasets and their refresh state (cli layer).
+ * cmd_status.c - `tidemark status`: datasets and their refresh state (cli
+ * layer; SPEC 1.2).
+ *
+ * With --url (or, given neither --url nor -c, when a server answers at the
+ * default address) it asks a running server; with -c it opens the config's
+ * accelerations in this process and shows what a server starting now would
+ * report. Both print the documents of runtime/status.h, as a table or as
+ * JSON (--format json).
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
+#include "format/arrow/render.h"
+#include "refresh/accel.h"
 #include "runtime/config/config.h"
+#include "runtime/runtime.h"
+#include "runtime/status.h"
+#include "util/alloc.h"
+#include "util/log.h"
+
+#define DEFAULT_URL "http://" TM_RUNTIME_DEFAULT_HTTP
 
 static const tm_cli_opt k_opts[] = {
-    {"config", 'c', "FILE", "config file (default: tidemark.yaml or spicepod.yaml)"},
-    {"url", 0, "URL", "ask a running server (default http://127.0.0.1:8090)"},
+    {"config", 'c', "FILE", "read the accelerations of this config in this process"},
+    {"url", 0, "URL", "ask a running server (default " DEFAULT_URL ")"},
+    {"api-key", 0, "KEY", "with --url: the server's API key (or TIDEMARK_API_KEY)"},
+    {"format", 0, "table|json", "output format (default table)"},
     {0}};
 
-static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
-  if (!tm_cli_get(cmd, args, "url")) {
-    tm_config cfg;
-    int code = tm_cli_load_config(tm_cli_get(cmd, args, "config"), &cfg);
-    if (code != TM_EXIT_OK) return code;
-    tm_config_dispose(&cfg);
+/* The state of every dataset of the config at path, read in this process. */
+static json_t *status_local(const char *path, int *code) {
+  if (!getenv("TIDEMARK_LOG")) tm_log_set_level(TM_LOG_WARN);
+  tm_config cfg;
+  *code = tm_cli_load_config(path, &cfg);
+  if (*code != TM_EXIT_OK) return NULL;
+  tm_accel_options ao;
+  tm_accel_options_init(&ao);
+  ao.base_dir = cfg.dir;
+  json_t *out = json_array();
+  for (size_t i = 0; out && i < cfg.n_datasets; i++) {
+    const tm_dataset_def *d = &cfg.datasets[i];
+    bool accelerated = d->has_acceleration && d->acceleration.enabled;
+    tm_accel *a = NULL;
+    tm_error err;
+    tm_error_init(&err);
+    int rc = tm_accel_new(&a, d, &ao, &err);
+    const char *status = rc != TM_OK                  ? "Error"
+                         : !accelerated || tm_accel_ready(a) ? "Ready"
+                                                          : "Initializing";
+    json_t *o = tm_status_json(a, d, status);
+    if (o && rc != TM_OK) {
+      json_t *le = json_object();
+      json_object_set_new(le, "message", json_string(err.message));
+      json_object_set_new(o, "last_error", le);
+    }
+    if (o) json_array_append_new(out, o);
+    tm_accel_free(a);
   }
-  return tm_cli_unavailable(cmd, "the runtime layer has not landed");
+  tm_config_dispose(&cfg);
+  return out;
+}
+
+static const char *str_or(json_t *o, const char *key, const char *dflt) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : dflt;
+}
+
+static int print_table(json_t *arr) {
+  static const char *const names[] = {"NAME", "STATUS", "ROWS", "HIGH-WATER MARK",
+                                      "SAVED SNAPSHOT", "LAST REFRESH", "LAST ERROR"};
+  tm_out out;
+  tm_error err;
+  tm_error_init(&err);
+  int rc = tm_out_begin(&out, TM_OUT_TABLE, names, 7, tm_out_file_sink, stdout, &err);
+  for (size_t i = 0; rc == TM_OK && i < json_array_size(arr); i++) {
+    json_t *o = json_array_get(arr, i);
+    char rows[32] = "-", snap[32] = "-", last[256] = "-";
+    json_t *v = json_object_get(o, "rows");
+    if (json_is_integer(v)) snprintf(rows, sizeof rows, "%lld", (long long)json_integer_value(v));
+    v = json_object_get(o, "saved_snapshot_id");
+    if (json_is_integer(v)) snprintf(snap, sizeof snap, "%lld", (long long)json_integer_value(v));
+    json_t *lr = json_object_get(o, "last_refresh");
+    if (json_is_object(lr)) {
+      const char *fb = str_or(lr, "fallback_reason", NULL);
+      snprintf(last, sizeof last, "%s %s%lld rows via %s%s%s%s in %lld ms",
+               str_or(lr, "started_at", "?"),
+               strcmp(str_or(lr, "mode", ""), "full") == 0 ? "" : "+",
+               (long long)json_integer_value(json_object_get(lr, "rows_written")),
+               str_or(lr, "read", "?"), fb ? " (fallback: " : "", fb ? fb : "", fb ? ")" : "",
+               (long long)json_integer_value(json_object_get(lr, "duration_ms")));
+    } else if (!json_is_true(json_object_get(o, "acceleration_enabled"))) {
+      snprintf(last, sizeof last, "federated (no acceleration)");
+    }
+    json_t *le = json_object_get(o, "last_error");
+    const char *cells[7] = {str_or(o, "name", "?"), str_or(o, "status", "?"), rows,
+                            str_or(o, "high_water_mark", "-"), snap, last,
+                            json_is_object(le) ? str_or(le, "message", "-") : "-"};
+    size_t lens[7];
+    tm_cell_kind kinds[7];
+    for (int k = 0; k < 7; k++) {
+      lens[k] = strlen(cells[k]);
+      kinds[k] = (k == 2 || k == 4) && cells[k][0] != '-' ? TM_CELL_NUMBER : TM_CELL_TEXT;
+    }
+    rc = tm_out_row(&out, cells, lens, kinds, &err);
+  }
+  if (rc == TM_OK) rc = tm_out_end(&out, &err);
+  else tm_out_dispose(&out);
+  if (rc != TM_OK) return tm_cli_fail(TM_EXIT_FAILURE, "%s", err.message);
+  return TM_EXIT_OK;
+}
+
+static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
+  const char *url = tm_cli_get(cmd, args, "url");
+  const char *config = tm_cli_get(cmd, args, "config");
+  const char *format = tm_cli_get(cmd, args, "format");
+  bool json = false;
+  if (format && strcmp(format, "json") == 0) json = true;
+  else if (format && strcmp(format, "table") != 0)
+    return tm_cli_usage_error(cmd, "bad --format '%s' (allowed: table, json)", format);
+  if (url && config) return tm_cli_usage_error(cmd, "give -c or --url, not both");
+  const char *key = tm_cli_get(cmd, args, "api-key");
+  if (!key) key = getenv("TIDEMARK_API_KEY");
+  int code = TM_EXIT_OK;
+  json_t *arr;
+  if (url) arr = tm_cli_status_remote(url, key, &code);
+  else if (config) arr = status_local(config, &code);
+  else if (tm_cli_server_reachable(DEFAULT_URL)) arr = tm_cli_status_remote(DEFAULT_URL, key, &code);
+  else arr = status_local(NULL, &code);
+  if (!arr) return code != TM_EXIT_OK ? code : TM_EXIT_FAILURE;
+  if (json) {
+    if (json_dumpf(arr, stdout, JSON_INDENT(2)) != 0) code = TM_EXIT_FAILURE;
+    fputc('\n', stdout);
+  } else {
+    int c2 = print_table(arr);
+    if (code == TM_EXIT_OK) code = c2;
+  }
+  json_decref(arr);
+  fflush(stdout);
+  return code;
 }
 
 const tm_cli_cmd tm_cli_cmd_status = {
     "status",
     "show datasets: status, rows, high-water mark, saved snapshot, last refresh",
-    "tidemark status [-c FILE | --url URL]",
+    "tidemark status [-c FILE | --url URL] [--format table|json]",
     "Shows every dataset with its status, rows, high-water mark, saved Iceberg snapshot,\n"
-    "last refresh and last error.",
+    "last refresh and last error. --url asks a running server; -c reads the config's\n"
+    "accelerations in this process (what a server starting now would report). With\n"
+    "neither, the server at " DEFAULT_URL " if one answers, else the config in the\n"
+    "current folder.",
     k_opts,
     0,
     run};

@@ -1,0 +1,27 @@
+/*
+ * remote.h - the client side of the HTTP API for `tidemark sql|refresh|status
+ * --url` (cli layer). See remote.c.
+ */
+#ifndef TM_CLI_REMOTE_H
+#define TM_CLI_REMOTE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cli/cli.h"
+#include "format/arrow/render.h"
+
+/** POST /v1/sql; the answer goes to stdout. Returns the exit code. */
+int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
+                      tm_out_format format, const char *api_key);
+/** Triggers refreshes of the named (default: every accelerated) datasets. Exit code. */
+int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args);
+/**
+ * Every dataset's state (runtime/status.h documents the objects), as a new
+ * JSON array; NULL with *code set (and the reason printed) on failure.
+ */
+json_t *tm_cli_status_remote(const char *url, const char *api_key, int *code);
+/** Whether GET /health answers at url. */
+bool tm_cli_server_reachable(const char *url);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * routes.c - the HTTP API of SPEC 1.3 and the metrics endpoint of SPEC 1.4
+ * (runtime layer). The route table is the one place that lists them;
+ * docs/HTTP_API.md documents each with examples. POST /v1/sql is query.c.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "runtime/http/http.h"
+#include "runtime/runtime_int.h"
+#include "runtime/status.h"
+#include "util/log.h"
+
+#define REFRESH_BODY_LIMIT ((size_t)64 << 10)
+
+static void h_health(void *app, tm_http_request *req, tm_http_reply *rep) {
+  (void)app;
+  (void)req;
+  tm_http_reply_text(rep, 200, "ok");
+}
+
+/* C1: ready only when every dataset is. */
+static void h_ready(void *app, tm_http_request *req, tm_http_reply *rep) {
+  (void)req;
+  if (tm_runtime_ready(app)) tm_http_reply_text(rep, 200, "ready");
+  else tm_http_reply_text(rep, 503, "not ready");
+}
+
+static void h_datasets(void *app, tm_http_request *req, tm_http_reply *rep) {
+  (void)req;
+  tm_runtime *rt = app;
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < rt->n_ds; i++) {
+    tm_rt_dataset *ds = &rt->ds[i];
+    json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "from", ds->def->from, "name", ds->def->name,
+                          "acceleration_enabled", ds->accelerated, "status",
+                          tm_rt__status_name(rt, ds));
+    if (!o || json_array_append_new(arr, o) != 0) {
+      json_decref(arr);
+      arr = NULL;
+    }
+  }
+  if (!arr) tm_http_reply_message(rep, 500, "out of memory");
+  else tm_http_reply_json(rep, 200, arr);
+}
+
+/* The dataset named by the path, or a 404 reply. */
+static tm_rt_dataset *path_dataset(tm_runtime *rt, tm_http_request *req, tm_http_reply *rep) {
+  tm_rt_dataset *ds = tm_rt__find(rt, req->param);
+  if (!ds) tm_http_reply_message(rep, 404, "no dataset named '%s'", req->param);
+  return ds;
+}
+
+static void h_acceleration(void *app, tm_http_request *req, tm_http_reply *rep) {
+  tm_runtime *rt = app;
+  tm_rt_dataset *ds = path_dataset(rt, req, rep);
+  if (!ds) return;
+  if (!ds->accelerated) {
+    tm_http_reply_message(rep, 404, "dataset '%s' is federated: it has no acceleration",
+                          ds->def->name);
+    return;
+  }
+  tm_accel *a = tm_rt__accel(rt, ds);
+  json_t *o = tm_status_json(a, ds->def, tm_rt__status_name(rt, ds));
+  if (!o) {
+    tm_http_reply_message(rep, 500, "out of memory");
+    return;
+  }
+  pthread_mutex_lock(&rt->mu);
+  if (ds->load_failed) {
+    json_t *le = json_object();
+    json_object_set_new(le, "message", json_string(ds->load_error));
+    json_object_set_new(o, "last_error", le);
+  }
+  json_t *snap = json_null();
+  if (ds->snapshot_key || ds->snapshot_error[0]) {
+    snap = json_object();
+    json_object_set_new(snap, "key", ds->snapshot_key ? json_string(ds->snapshot_key) : json_null());
+    if (ds->snapshot_key && ds->snapshot_ms >= 0) tm_status_set_time(snap, "taken_at", ds->snapshot_ms);
+    json_object_set_new(snap, "bootstrapped", json_boolean(ds->bootstrapped));
+    json_object_set_new(snap, "error",
+                        ds->snapshot_error[0] ? json_string(ds->snapshot_error) : json_null());
+  }
+  pthread_mutex_unlock(&rt->mu);
+  json_object_set_new(o, "acceleration_snapshot", snap);
+  tm_http_reply_json(rep, 200, o);
+}
+
+/* Whether sql starts with SELECT or WITH (a refresh_sql reads; SPEC A10). */
+static bool looks_like_select(const char *sql) {
+  while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r' || *sql == '(') sql++;
+  return strncasecmp(sql, "SELECT", 6) == 0 || strncasecmp(sql, "WITH", 4) == 0;
+}
+
+static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
+  tm_runtime *rt = app;
+  tm_rt_dataset *ds = path_dataset(rt, req, rep);
+  if (!ds) return;
+  const tm_dataset_def *d = ds->def;
+  if (!ds->accelerated) {
+    tm_http_reply_message(rep, 400, "dataset '%s' has no acceleration to refresh", d->name);
+    return;
+  }
+  pthread_mutex_lock(&rt->mu);
+  bool failed = ds->load_failed;
+  pthread_mutex_unlock(&rt->mu);
+  if (failed) {
+    tm_http_reply_message(rep, 400, "dataset '%s' did not load: %s", d->name, ds->load_error);
+    return;
+  }
+  bool full = false;
+  const char *sql = NULL;
+  json_t *body = NULL;
+  const char *text = tm_buf_cstr(&req->body);
+  size_t i = 0;
+  while (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') i++;
+  if (text[i]) {
+    json_error_t jerr;
+    body = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!body) {
+      tm_http_reply_message(rep, 400, "malformed JSON body at line %d, column %d: %s", jerr.line,
+                            jerr.column, jerr.text);
+      return;
+    }
+    if (!json_is_object(body)) {
+      json_decref(body);
+      tm_http_reply_message(rep, 400, "the body must be a JSON object: "
+                                      "{\"refresh_sql\": ..., \"refresh_mode\": ...}");
+      return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) {
+      if (strcmp(key, "refresh_sql") == 0) {
+        if (json_is_null(v)) continue;
+        if (!json_is_string(v) || !looks_like_select(json_string_value(v))) {
+          tm_http_reply_message(rep, 400, "refresh_sql must be a SELECT statement (a string)");
+          json_decref(body);
+          return;
+        }
+        sql = json_string_value(v);
+      } else if (strcmp(key, "refresh_mode") == 0) {
+        if (json_is_null(v)) continue;
+        const char *m = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(m, "full") == 0) {
+          full = true;
+        } else if (strcmp(m, "append") == 0) {
+          if (d->acceleration.refresh_mode != TM_REFRESH_APPEND) {
+            tm_http_reply_message(rep, 400,
+                                  "dataset '%s' refreshes in full mode; an append refresh needs "
+                                  "refresh_mode: append in the config",
+                                  d->name);
+            json_decref(body);
+            return;
+          }
+        } else {
+          tm_http_reply_message(rep, 400, "bad refresh_mode (allowed: full, append)");
+          json_decref(body);
+          return;
+        }
+      } else {
+        tm_http_reply_message(rep, 400, "unknown key '%s' (allowed: refresh_sql, refresh_mode)",
+                              key);
+        json_decref(body);
+        return;
+      }
+    }
+  }
+  tm_error err;
+  tm_error_init(&err);
+  int rc = tm_rt__trigger(rt, ds, full, sql, &err);
+  json_decref(body);
+  if (rc == TM_OK) {
+    tm_log(TM_LOG_INFO, d->name, "refresh triggered through the API%s%s", full ? " (full)" : "",
+           sql ? " with a one-off refresh_sql" : "");
+    tm_http_reply_message(rep, 201, "Dataset refresh triggered for %s.", d->name);
+  } else {
+    tm_http_reply_message(rep, rc == TM_ECONFLICT ? 409 : rc == TM_EUNAVAILABLE ? 503 : 500, "%s",
+                          err.message);
+  }
+}
+
+static void h_metrics(void *app, tm_http_request *req, tm_http_reply *rep) {
+  (void)req;
+  tm_runtime *rt = app;
+  tm_error err;
+  tm_error_init(&err);
+  tm_buf_clear(&rep->body);
+  if (tm_metrics_render(rt->metrics, &rep->body, &err) != TM_OK) {
+    tm_http_reply_message(rep, 500, "%s", err.message);
+    return;
+  }
+  rep->status = 200;
+  rep->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+void tm_rt__routes_init(tm_runtime *rt) {
+  const tm_http_route api[] = {
+      {"GET", "/health", h_health, true, 0},
+      {"GET", "/v1/ready", h_ready, false, 0},
+      {"POST", "/v1/sql", tm_rt__handle_sql, false, rt->opts.max_sql_bytes},
+      {"GET", "/v1/datasets", h_datasets, false, 0},
+      {"GET", "/v1/datasets/{name}/acceleration", h_acceleration, false, 0},
+      {"POST", "/v1/datasets/{name}/acceleration/refresh", h_refresh, false, REFRESH_BODY_LIMIT},
+  };
+  rt->n_routes = sizeof api / sizeof api[0];
+  memcpy(rt->routes, api, sizeof api);
+  const tm_http_route m = {"GET", "/metrics", h_metrics, false, 0};
+  rt->metrics_routes[0] = m;
+}

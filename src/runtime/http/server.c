@@ -1,0 +1,440 @@
+/*
+ * server.c - the HTTP server on libmicrohttpd: routing, API keys, body
+ * limits, replies and request metrics (runtime layer). See http.h.
+ *
+ * One request goes through on_access three ways: the first call (headers
+ * read) matches the route, checks the key and the announced body size, and
+ * may answer at once (404, 405, 401, 413); the calls with body bytes append
+ * them to a capped buffer; the last call runs the handler and queues its
+ * reply. A body larger than the limit without a Content-Length (chunked)
+ * closes the connection, because libmicrohttpd cannot queue a response in
+ * the middle of an upload.
+ */
+#include "runtime/http/http.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "util/alloc.h"
+#include "util/log.h"
+#include "util/str.h"
+#include "util/time.h"
+
+struct tm_http_server {
+  tm_http_server_options o;    /* routes, app and metric borrowed */
+  char *name;                  /* owned */
+  char *api_key;               /* owned or NULL */
+  struct MHD_Daemon *daemon;
+  int port;
+  bool quiesced;
+};
+
+/* ---- addresses ----------------------------------------------------------------------------- */
+
+static bool is_loopback(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) return in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+int tm_http_parse_addr(const char *addr, struct sockaddr_storage *out, socklen_t *len_out,
+                       bool *loopback, tm_error *err) {
+  char host[256];
+  const char *port_s;
+  size_t n = addr ? strlen(addr) : 0;
+  if (n == 0 || n >= sizeof host)
+    return tm_error_set(err, TM_EINVALID, "bad address '%s' (expected HOST:PORT or PORT)",
+                        addr ? addr : "");
+  const char *colon = strrchr(addr, ':');
+  if (addr[0] == '[') {
+    const char *close = strchr(addr, ']');
+    if (!close || close[1] != ':')
+      return tm_error_set(err, TM_EINVALID, "bad address '%s' (expected [IPV6]:PORT)", addr);
+    memcpy(host, addr + 1, (size_t)(close - addr - 1));
+    host[close - addr - 1] = '\0';
+    port_s = close + 2;
+  } else if (!colon) {
+    snprintf(host, sizeof host, "127.0.0.1");
+    port_s = addr;
+  } else {
+    if (strchr(addr, ':') != colon)
+      return tm_error_set(err, TM_EINVALID, "bad address '%s' (write an IPv6 host as [HOST]:PORT)",
+                          addr);
+    if (colon == addr) snprintf(host, sizeof host, "127.0.0.1");
+    else {
+      memcpy(host, addr, (size_t)(colon - addr));
+      host[colon - addr] = '\0';
+    }
+    port_s = colon + 1;
+  }
+  int64_t port;
+  if (tm_parse_int64(port_s, strlen(port_s), &port) != TM_OK || port < 0 || port > 65535)
+    return tm_error_set(err, TM_EINVALID, "bad port in address '%s'", addr);
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int g = getaddrinfo(host, NULL, &hints, &res);
+  if (g != 0 || !res)
+    return tm_error_set(err, TM_EINVALID, "bad address '%s': %s", addr, gai_strerror(g));
+  memset(out, 0, sizeof *out);
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  *len_out = res->ai_addrlen;
+  freeaddrinfo(res);
+  if (out->ss_family == AF_INET) ((struct sockaddr_in *)out)->sin_port = htons((uint16_t)port);
+  else if (out->ss_family == AF_INET6) ((struct sockaddr_in6 *)out)->sin6_port = htons((uint16_t)port);
+  else return tm_error_set(err, TM_EINVALID, "bad address '%s': not IPv4 or IPv6", addr);
+  *loopback = is_loopback(out);
+  return TM_OK;
+}
+
+/* ---- replies ------------------------------------------------------------------------------ */
+
+void tm_http_reply_json(tm_http_reply *r, unsigned status, json_t *j) {
+  r->status = status;
+  r->content_type = "application/json";
+  tm_buf_clear(&r->body);
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  tm_error err;
+  if (!text || tm_buf_puts(&r->body, text, &err) != TM_OK) {
+    tm_buf_clear(&r->body);
+    r->status = 500;
+    if (tm_buf_puts(&r->body, "{\"message\":\"out of memory\"}", &err) != TM_OK)
+      tm_buf_clear(&r->body);
+  }
+  free(text); /* lint-ok: allocated by jansson */
+}
+
+void tm_http_reply_message(tm_http_reply *r, unsigned status, const char *fmt, ...) {
+  char msg[TM_ERROR_MESSAGE_MAX + 256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tm_http_reply_json(r, status, json_pack("{s:s}", "message", msg));
+}
+
+void tm_http_reply_text(tm_http_reply *r, unsigned status, const char *text) {
+  r->status = status;
+  r->content_type = "text/plain; charset=utf-8";
+  tm_buf_clear(&r->body);
+  tm_error err;
+  if (tm_buf_puts(&r->body, text, &err) != TM_OK) r->status = 500;
+}
+
+bool tm_http_key_equal(const char *offered, size_t offered_len, const char *expected) {
+  size_t n = strlen(expected);
+  unsigned char diff = offered_len != n;
+  for (size_t i = 0; i < n; i++) diff |= (unsigned char)(expected[i] ^ (i < offered_len ? offered[i] : 0));
+  return diff == 0;
+}
+
+const char *tm_http_header(tm_http_request *req, const char *name) {
+  return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* ---- routing --------------------------------------------------------------------------------- */
+
+/*
+ * Matches path against pattern; a "{...}" segment matches one non-empty
+ * segment, copied into param. Returns false on a mismatch or a parameter too
+ * long for the buffer.
+ */
+static bool match(const char *pattern, const char *path, char *param, size_t cap) {
+  const char *p = pattern, *s = path;
+  while (*p && *s) {
+    if (*p == '{') {
+      const char *pe = strchr(p, '}');
+      const char *se = strchr(s, '/');
+      size_t n = se ? (size_t)(se - s) : strlen(s);
+      if (!pe || n == 0 || n >= cap) return false;
+      memcpy(param, s, n);
+      param[n] = '\0';
+      p = pe + 1;
+      s += n;
+      continue;
+    }
+    if (*p != *s) return false;
+    p++;
+    s++;
+  }
+  return *p == '\0' && *s == '\0';
+}
+
+/* The route for (method, path); *path_known says whether any route has the path. */
+static const tm_http_route *find_route(const tm_http_server *s, const char *method,
+                                       const char *path, char *param, bool *path_known,
+                                       const char **allow) {
+  *path_known = false;
+  *allow = NULL;
+  bool head = strcmp(method, "HEAD") == 0;
+  for (size_t i = 0; i < s->o.n_routes; i++) {
+    const tm_http_route *r = &s->o.routes[i];
+    if (!match(r->pattern, path, param, TM_HTTP_PARAM_MAX)) continue;
+    *path_known = true;
+    *allow = strcmp(r->method, "GET") == 0 ? "GET, HEAD" : r->method;
+    if (strcmp(r->method, method) == 0 || (head && strcmp(r->method, "GET") == 0)) return r;
+  }
+  return NULL;
+}
+
+static const char *method_label(const char *m) {
+  static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(m, known[i]) == 0) return known[i];
+  return "OTHER";
+}
+
+/* Whether the request carries the API key (D4). */
+static bool authorized(const tm_http_server *s, tm_http_request *req) {
+  if (!s->api_key) return true;
+  const char *k = tm_http_header(req, "X-API-Key");
+  if (k && tm_http_key_equal(k, strlen(k), s->api_key)) return true;
+  const char *a = tm_http_header(req, "Authorization");
+  if (a && strncasecmp(a, "Bearer ", 7) == 0) {
+    const char *t = a + 7;
+    while (*t == ' ') t++;
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    if (tm_http_key_equal(t, n, s->api_key)) return true;
+  }
+  return false;
+}
+
+static void reply_init(tm_http_reply *r) {
+  memset(r, 0, sizeof *r);
+  tm_buf_init(&r->body, TM_BUF_UNLIMITED);
+  r->status = 200;
+}
+
+static void reply_dispose(tm_http_reply *r) {
+  if (r->response) MHD_destroy_response(r->response);
+  r->response = NULL;
+  tm_buf_dispose(&r->body);
+}
+
+/* Queues the reply and counts it; the reply is disposed. */
+static enum MHD_Result respond(tm_http_server *s, tm_http_request *req, tm_http_reply *rep) {
+  struct MHD_Response *resp = rep->response;
+  rep->response = NULL;
+  if (!resp) {
+    size_t len = 0;
+    char *body = tm_buf_take(&rep->body, &len);
+    if (!body) {
+      reply_dispose(rep);
+      return MHD_NO;
+    }
+    resp = MHD_create_response_from_buffer_with_free_callback(len, body, tm_free);
+    if (!resp) {
+      tm_free(body);
+      reply_dispose(rep);
+      return MHD_NO;
+    }
+  }
+  if (rep->content_type) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (rep->extra_header[0]) MHD_add_response_header(resp, rep->extra_header[0], rep->extra_header[1]);
+  enum MHD_Result r = MHD_queue_response(req->conn, rep->status, resp);
+  MHD_destroy_response(resp);
+  req->responded = true;
+  if (s->o.requests) {
+    char status[8];
+    snprintf(status, sizeof status, "%u", rep->status);
+    const char *labels[] = {method_label(req->method), req->route ? req->route->pattern : "unmatched",
+                            status};
+    tm_metric_add(s->o.requests, labels, 1);
+  }
+  if (tm_log_enabled(TM_LOG_DEBUG))
+    tm_log(TM_LOG_DEBUG, NULL, "%s %s %u (%.1f ms)", req->method, req->path, rep->status,
+           (double)(tm_monotonic_ns() - req->t0_ns) / 1e6);
+  reply_dispose(rep);
+  return r;
+}
+
+static enum MHD_Result reply_now(tm_http_server *s, tm_http_request *req, unsigned status,
+                                 const char *msg) {
+  tm_http_reply rep;
+  reply_init(&rep);
+  tm_http_reply_message(&rep, status, "%s", msg);
+  if (status == 401) {
+    rep.extra_header[0] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+    rep.extra_header[1] = "Bearer";
+  }
+  return respond(s, req, &rep);
+}
+
+/* ---- the access handler ------------------------------------------------------------------------ */
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_size, void **con_cls) {
+  (void)version;
+  tm_http_server *s = cls;
+  tm_http_request *req = *con_cls;
+  if (!req) {
+    req = tm_calloc(1, sizeof *req);
+    if (!req) return MHD_NO;
+    *con_cls = req;
+    req->conn = conn;
+    req->method = method;
+    req->path = url;
+    req->t0_ns = tm_monotonic_ns();
+    bool known;
+    const char *allow;
+    req->route = find_route(s, method, url, req->param, &known, &allow);
+    if (!req->route) {
+      if (!known) return reply_now(s, req, 404, "no such endpoint");
+      tm_http_reply rep;
+      reply_init(&rep);
+      tm_http_reply_message(&rep, 405, "method %s is not allowed here (allowed: %s)",
+                            method_label(method), allow);
+      rep.extra_header[0] = MHD_HTTP_HEADER_ALLOW;
+      rep.extra_header[1] = allow;
+      return respond(s, req, &rep);
+    }
+    if (!req->route->public_route && !authorized(s, req))
+      return reply_now(s, req, 401,
+                       "an API key is required: send Authorization: Bearer KEY or X-API-Key: KEY");
+    size_t limit = req->route->body_limit;
+    const char *cl = tm_http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t announced = 0;
+    if (cl && tm_parse_uint64(cl, strlen(cl), &announced) == TM_OK && announced > limit) {
+      char msg[160];
+      if (limit == 0)
+        snprintf(msg, sizeof msg, "%s takes no request body", req->route->pattern);
+      else
+        snprintf(msg, sizeof msg, "request body too large: %llu bytes (limit %zu)",
+                 (unsigned long long)announced, limit);
+      return reply_now(s, req, limit == 0 ? 400 : 413, msg);
+    }
+    tm_buf_init(&req->body, limit);
+    return MHD_YES;
+  }
+  if (req->responded) {
+    *upload_size = 0; /* an early answer was queued: the body is discarded */
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    tm_error err;
+    if (tm_buf_append(&req->body, upload_data, *upload_size, &err) != TM_OK) {
+      tm_log(TM_LOG_WARN, NULL, "%s %s: request body over %zu bytes without Content-Length; "
+             "closing the connection", req->method, req->path, req->route->body_limit);
+      return MHD_NO;
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  tm_http_reply rep;
+  reply_init(&rep);
+  req->route->handler(s->o.app, req, &rep);
+  return respond(s, req, &rep);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)conn;
+  (void)toe;
+  tm_http_request *req = *con_cls;
+  if (!req) return;
+  tm_buf_dispose(&req->body);
+  tm_free(req);
+  *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+  tm_http_server *s = cls;
+  char line[512];
+  vsnprintf(line, sizeof line, fmt, ap);
+  size_t n = strlen(line);
+  while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+  tm_log(TM_LOG_WARN, NULL, "%s: %s", s->name, line);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------------ */
+
+int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, tm_error *err) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  bool loopback;
+  TM_TRY(tm_http_parse_addr(o->addr, &ss, &len, &loopback, err));
+  tm_http_server *s = tm_calloc(1, sizeof *s);
+  if (!s) return tm_error_nomem(err);
+  s->o = *o;
+  s->name = tm_strdup(o->name ? o->name : "HTTP");
+  s->api_key = o->api_key && *o->api_key ? tm_strdup(o->api_key) : NULL;
+  if (!s->name || (o->api_key && *o->api_key && !s->api_key)) {
+    tm_http_server_free(s);
+    return tm_error_nomem(err);
+  }
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                   MHD_USE_AUTO;
+  if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  /* The logger comes first so that every message goes through tm_log. */
+  unsigned pool = (unsigned)(o->threads > 1 ? o->threads : 0);
+  s->daemon = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_access, s,
+      MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+      MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 60u,
+      MHD_OPTION_CONNECTION_LIMIT, o->connection_limit ? o->connection_limit : 1024u,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)128 * 1024,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, 512u,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+      pool ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, pool,
+      MHD_OPTION_END);
+  if (!s->daemon) {
+    int rc = tm_error_set(err, TM_EIO, "%s: cannot listen on %s (address in use or not local)",
+                          s->name, o->addr);
+    tm_http_server_free(s);
+    return rc;
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = info ? (int)info->port : 0;
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (ss.ss_family == AF_INET)
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
+  else
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
+  tm_log(TM_LOG_INFO, NULL, "%s listening on %s%s%s:%d%s", s->name,
+         ss.ss_family == AF_INET6 ? "[" : "", host, ss.ss_family == AF_INET6 ? "]" : "", s->port,
+         s->api_key ? " (API key required)" : "");
+  if (!loopback && !s->api_key)
+    tm_log(TM_LOG_WARN, NULL,
+           "%s listens on %s, which is not a loopback address, without an API key "
+           "(set --api-key or TIDEMARK_API_KEY, SPEC D4)",
+           s->name, o->addr);
+  *out = s;
+  return TM_OK;
+}
+
+int tm_http_server_port(const tm_http_server *s) { return s ? s->port : 0; }
+
+void tm_http_server_quiesce(tm_http_server *s) {
+  if (!s || !s->daemon || s->quiesced) return;
+  MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+  if (fd != MHD_INVALID_SOCKET) close(fd);
+  s->quiesced = true;
+}
+
+void tm_http_server_free(tm_http_server *s) {
+  if (!s) return;
+  if (s->daemon) MHD_stop_daemon(s->daemon);
+  tm_free(s->name);
+  tm_free(s->api_key);
+  tm_free(s);
+}

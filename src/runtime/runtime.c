@@ -1,0 +1,295 @@
+/*
+ * runtime.c - the runtime's datasets, SQL catalog, metrics and lifecycle
+ * (runtime layer). See runtime.h; the scheduler is scheduler.c, the HTTP API
+ * routes.c and query.c, acceleration snapshots snapshots.c.
+ */
+#include "runtime/runtime.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/http/http.h"
+#include "runtime/runtime_int.h"
+#include "util/alloc.h"
+#include "util/log.h"
+
+void tm_runtime_options_init(tm_runtime_options *o) {
+  memset(o, 0, sizeof *o);
+  o->version = TM_RUNTIME_OPTIONS_VERSION;
+}
+
+/* ---- datasets ------------------------------------------------------------------------------ */
+
+tm_rt_dataset *tm_rt__find(tm_runtime *rt, const char *name) {
+  for (size_t i = 0; i < rt->n_ds; i++)
+    if (strcmp(rt->ds[i].def->name, name) == 0) return &rt->ds[i];
+  return NULL;
+}
+
+tm_accel *tm_rt__accel(tm_runtime *rt, tm_rt_dataset *ds) {
+  pthread_mutex_lock(&rt->mu);
+  tm_accel *a = ds->loaded ? ds->accel : NULL;
+  pthread_mutex_unlock(&rt->mu);
+  return a;
+}
+
+const char *tm_rt__status_name(tm_runtime *rt, tm_rt_dataset *ds) {
+  pthread_mutex_lock(&rt->mu);
+  bool failed = ds->load_failed, loaded = ds->loaded, stopping = rt->stopping;
+  tm_accel *a = ds->accel;
+  pthread_mutex_unlock(&rt->mu);
+  if (failed) return tm_accel_status_name(TM_ACCEL_ERROR);
+  if (stopping) return tm_accel_status_name(TM_ACCEL_SHUTTING_DOWN);
+  if (!loaded || !a) return tm_accel_status_name(TM_ACCEL_INITIALIZING);
+  /* A federated dataset (C6) serves from its source as soon as it is registered. */
+  if (!ds->accelerated) return tm_accel_status_name(TM_ACCEL_READY);
+  return tm_accel_status_name(tm_accel_get_status(a));
+}
+
+bool tm_runtime_ready(tm_runtime *rt) {
+  bool ready = true;
+  for (size_t i = 0; i < rt->n_ds && ready; i++) {
+    tm_rt_dataset *ds = &rt->ds[i];
+    pthread_mutex_lock(&rt->mu);
+    bool failed = ds->load_failed, stopping = rt->stopping;
+    tm_accel *a = ds->loaded ? ds->accel : NULL;
+    pthread_mutex_unlock(&rt->mu);
+    if (stopping) return false;
+    if (failed) continue; /* reported and skipped: it does not hold the others back */
+    if (!a) ready = false;
+    else if (ds->accelerated && !tm_accel_ready(a)) ready = false;
+  }
+  return ready;
+}
+
+void tm_rt__engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *oc) {
+  tm_engine_options_init(o);
+  o->dataset = d->name;
+  o->mode = d->acceleration.mode;
+  o->path = d->data_path;
+  o->primary_key = (const char *const *)d->acceleration.primary_key;
+  o->n_primary_key = d->acceleration.n_primary_key;
+  for (size_t i = 0; i < d->acceleration.n_on_conflict; i++) {
+    tm_error err;
+    if (tm_kv_set(oc, d->acceleration.on_conflict[i].column,
+                  d->acceleration.on_conflict[i].rule == TM_ON_CONFLICT_UPSERT ? "upsert" : "drop",
+                  &err) != TM_OK)
+      break;
+  }
+  o->on_conflict = oc->len ? oc : NULL;
+  o->time_column = d->time_column;
+  o->time_format = d->time_format;
+}
+
+void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
+  tm_accel *a = ds->accel;
+  tm_engine *e = a ? tm_accel_engine(a) : NULL;
+  pthread_mutex_lock(&rt->mu);
+  tm_engine *old = ds->catalog_engine;
+  bool same = old == e;
+  if (!same) ds->catalog_engine = e;
+  pthread_mutex_unlock(&rt->mu);
+  if (same) {
+    tm_engine_release(e);
+    return;
+  }
+  tm_error err;
+  tm_error_init(&err);
+  if (old) {
+    if (tm_sql_catalog_remove(rt->catalog, ds->def->name, &err) != TM_OK)
+      tm_log(TM_LOG_WARN, ds->def->name, "cannot remove the table from SQL: %s", err.message);
+    tm_engine_release(old);
+  }
+  if (e && tm_sql_catalog_add(rt->catalog, e, &err) != TM_OK)
+    tm_log(TM_LOG_ERROR, ds->def->name, "cannot add the table to SQL: %s", err.message);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+static int register_metrics(tm_runtime *rt, tm_error *err) {
+  static const double ms_buckets[] = {0.5, 1,   2.5,  5,    10,   25,    50,    100,
+                                      250, 500, 1000, 2500, 5000, 10000, 30000, 60000};
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_http, TM_METRIC_COUNTER, "http_requests",
+                             "HTTP requests by method, route template and status",
+                             "method,path,status", NULL, 0, err));
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_exec, TM_METRIC_COUNTER,
+                             "query_executions", "SQL queries run (HTTP /v1/sql)", "", NULL, 0,
+                             err));
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_fail, TM_METRIC_COUNTER, "query_failures",
+                             "SQL queries that failed", "", NULL, 0, err));
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_dur, TM_METRIC_HISTOGRAM,
+                             "query_duration_ms", "SQL query duration in milliseconds", "",
+                             ms_buckets, sizeof ms_buckets / sizeof ms_buckets[0], err));
+  /* Touch the unlabelled series so that they are scraped as 0 before the first query. */
+  tm_metric_add(rt->m_query_exec, NULL, 0);
+  tm_metric_add(rt->m_query_fail, NULL, 0);
+  return TM_OK;
+}
+
+static char *dup_or_null(const char *s, bool *oom) {
+  if (!s) return NULL;
+  char *d = tm_strdup(s);
+  if (!d) *oom = true;
+  return d;
+}
+
+int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_options *opts,
+                   tm_error *err) {
+  tm_runtime *rt = tm_calloc(1, sizeof *rt);
+  if (!rt) return tm_error_nomem(err);
+  rt->cfg = cfg;
+  if (opts) rt->opts = *opts;
+  else tm_runtime_options_init(&rt->opts);
+  pthread_mutex_init(&rt->mu, NULL);
+  pthread_mutex_init(&rt->pool_mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&rt->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  int rc = TM_OK;
+  bool oom = false;
+  rt->http_addr = dup_or_null(rt->opts.http_addr ? rt->opts.http_addr : TM_RUNTIME_DEFAULT_HTTP, &oom);
+  rt->metrics_addr =
+      dup_or_null(rt->opts.metrics_addr ? rt->opts.metrics_addr : TM_RUNTIME_DEFAULT_METRICS, &oom);
+  rt->api_key = rt->opts.api_key && *rt->opts.api_key ? dup_or_null(rt->opts.api_key, &oom) : NULL;
+  rt->opts.http_addr = rt->http_addr;
+  rt->opts.metrics_addr = rt->metrics_addr;
+  rt->opts.api_key = rt->api_key;
+  if (oom) rc = tm_error_nomem(err);
+  if (rt->opts.query_timeout_ms <= 0) rt->opts.query_timeout_ms = 30000;
+  if (rt->opts.max_sql_bytes == 0) rt->opts.max_sql_bytes = (size_t)1 << 20;
+  if (rt->opts.retry_base_ms <= 0) rt->opts.retry_base_ms = 1000;
+  if (rt->opts.retry_max_ms <= 0) rt->opts.retry_max_ms = 300000;
+  if (rt->opts.http_threads <= 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int t = (int)(cpus > 0 ? cpus * 2 : 4);
+    rt->opts.http_threads = t < 4 ? 4 : t > 32 ? 32 : t;
+  }
+  /* Check the addresses now, so that a typo is a usage error. */
+  struct sockaddr_storage ss;
+  socklen_t len;
+  bool lb;
+  if (rc == TM_OK) rc = tm_http_parse_addr(rt->http_addr, &ss, &len, &lb, err);
+  if (rc == TM_OK && strcmp(rt->metrics_addr, "off") != 0)
+    rc = tm_http_parse_addr(rt->metrics_addr, &ss, &len, &lb, err);
+  if (rc == TM_OK && !(rt->metrics = tm_metrics_new())) rc = tm_error_nomem(err);
+  if (rc == TM_OK) rc = register_metrics(rt, err);
+  if (rc == TM_OK) rc = tm_sql_catalog_new(&rt->catalog, err);
+  if (rc == TM_OK) {
+    rt->n_ds = cfg->n_datasets;
+    rt->ds = tm_calloc(rt->n_ds ? rt->n_ds : 1, sizeof *rt->ds);
+    if (!rt->ds) rc = tm_error_nomem(err);
+  }
+  for (size_t i = 0; rc == TM_OK && i < rt->n_ds; i++) {
+    tm_rt_dataset *ds = &rt->ds[i];
+    ds->def = &cfg->datasets[i];
+    ds->accelerated = ds->def->has_acceleration && ds->def->acceleration.enabled;
+    ds->next_load_ms = 0;
+    ds->next_refresh_ms = TM_RT_NEVER;
+    ds->next_retention_ms = TM_RT_NEVER;
+  }
+  if (rc == TM_OK && cfg->snapshots.enabled && cfg->snapshots.location) {
+    rc = tm_objstore_open_url(&rt->snap_store, &rt->snap_prefix, cfg->snapshots.location,
+                              &cfg->snapshots.params, err);
+    if (rc != TM_OK) tm_error_prefix(err, "snapshots.location");
+  }
+  if (rc != TM_OK) {
+    tm_runtime_free(rt);
+    return rc;
+  }
+  *out = rt;
+  return TM_OK;
+}
+
+int tm_runtime_start(tm_runtime *rt, tm_error *err) {
+  tm_rt__routes_init(rt);
+  tm_http_server_options o;
+  memset(&o, 0, sizeof o);
+  o.name = "HTTP API";
+  o.addr = rt->http_addr;
+  o.threads = rt->opts.http_threads;
+  o.api_key = rt->api_key;
+  o.routes = rt->routes;
+  o.n_routes = rt->n_routes;
+  o.app = rt;
+  o.requests = rt->m_http;
+  o.timeout_s = 60;
+  o.connection_limit = 1024;
+  TM_TRY(tm_http_server_start(&rt->http, &o, err));
+  if (strcmp(rt->metrics_addr, "off") != 0) {
+    o.name = "metrics";
+    o.addr = rt->metrics_addr;
+    o.threads = 1;
+    o.routes = rt->metrics_routes;
+    o.n_routes = 1;
+    o.connection_limit = 64;
+    int rc = tm_http_server_start(&rt->metrics_http, &o, err);
+    if (rc != TM_OK) {
+      tm_http_server_free(rt->http);
+      rt->http = NULL;
+      return rc;
+    }
+  }
+  int rc = tm_rt__sched_start(rt, err);
+  if (rc != TM_OK) {
+    tm_http_server_free(rt->metrics_http);
+    tm_http_server_free(rt->http);
+    rt->metrics_http = rt->http = NULL;
+    return rc;
+  }
+  pthread_mutex_lock(&rt->mu);
+  rt->started = true;
+  pthread_mutex_unlock(&rt->mu);
+  return TM_OK;
+}
+
+int tm_runtime_port(tm_runtime *rt, const char *which) {
+  if (strcmp(which, "http") == 0) return tm_http_server_port(rt->http);
+  if (strcmp(which, "metrics") == 0) return tm_http_server_port(rt->metrics_http);
+  return 0;
+}
+
+void tm_runtime_stop(tm_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  bool already = rt->stopped;
+  rt->stopped = true;
+  pthread_mutex_unlock(&rt->mu);
+  if (already) return;
+  tm_log(TM_LOG_INFO, NULL, "shutting down");
+  /* Stop accepting; requests in progress finish meanwhile. */
+  tm_http_server_quiesce(rt->http);
+  tm_http_server_quiesce(rt->metrics_http);
+  tm_rt__sched_stop(rt);
+  tm_http_server_free(rt->http);
+  tm_http_server_free(rt->metrics_http);
+  rt->http = rt->metrics_http = NULL;
+  tm_log(TM_LOG_INFO, NULL, "stopped");
+}
+
+void tm_runtime_free(tm_runtime *rt) {
+  if (!rt) return;
+  if (rt->started) tm_runtime_stop(rt);
+  /* Sessions before the catalog, the catalog before the engines it lists. */
+  for (size_t i = 0; i < rt->n_pool; i++) tm_sql_session_free(rt->pool[i]);
+  tm_free(rt->pool);
+  tm_sql_catalog_free(rt->catalog);
+  for (size_t i = 0; rt->ds && i < rt->n_ds; i++) {
+    tm_rt_dataset *ds = &rt->ds[i];
+    tm_engine_release(ds->catalog_engine);
+    tm_accel_free(ds->accel);
+    tm_free(ds->trigger_sql);
+    tm_free(ds->snapshot_key);
+  }
+  tm_free(rt->ds);
+  tm_objstore_free(rt->snap_store);
+  tm_free(rt->snap_prefix);
+  tm_metrics_free(rt->metrics);
+  tm_free(rt->http_addr);
+  tm_free(rt->metrics_addr);
+  tm_free(rt->api_key);
+  pthread_cond_destroy(&rt->cv);
+  pthread_mutex_destroy(&rt->mu);
+  pthread_mutex_destroy(&rt->pool_mu);
+  tm_free(rt);
+}

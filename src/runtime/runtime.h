@@ -1,0 +1,87 @@
+/*
+ * runtime.h - `tidemark run`: datasets, scheduler, HTTP API, metrics,
+ * acceleration snapshots (runtime layer; SPEC 1.2-1.5, C1-C5, D2-D4).
+ *
+ * A runtime owns one loaded config's datasets: for each accelerated dataset
+ * a tm_accel (refresh layer) that a bounded pool of refresh workers drives
+ * (refresh_check_interval, retries with exponential backoff, retention, API
+ * triggers; one job per dataset at a time), a SQL catalog over their engines,
+ * the HTTP API of SPEC 1.3 and the Prometheus endpoint of SPEC 1.4 on
+ * libmicrohttpd, and the acceleration snapshots of SPEC C2 (created after
+ * refreshes, restored at start when the local acceleration is missing).
+ *
+ * Lifecycle: tm_runtime_new (nothing runs yet) -> tm_runtime_start (binds the
+ * addresses, starts the threads; datasets load in the background) ->
+ * tm_runtime_stop (stops accepting, cancels refreshes in flight, which roll
+ * back or finish committing, joins every thread) -> tm_runtime_free. Signals
+ * are the caller's business (the cli layer turns SIGINT and SIGTERM into
+ * tm_runtime_stop). docs/RUNTIME.md and docs/HTTP_API.md describe behaviour.
+ *
+ * Threads: every function except tm_runtime_free may be called from any
+ * thread; tm_runtime_stop may be called more than once.
+ */
+#ifndef TM_RUNTIME_RUNTIME_H
+#define TM_RUNTIME_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/config/config.h"
+#include "util/error.h"
+
+typedef struct tm_runtime tm_runtime;
+
+#define TM_RUNTIME_DEFAULT_HTTP "127.0.0.1:8090"
+#define TM_RUNTIME_DEFAULT_METRICS "127.0.0.1:9090"
+
+typedef struct tm_runtime_options {
+  int version;               /* TM_RUNTIME_OPTIONS_VERSION */
+  const char *http_addr;     /* HOST:PORT, [IPV6]:PORT or PORT (loopback); NULL: default;
+                                port 0 picks a free port (tm_runtime_port) */
+  const char *metrics_addr;  /* same forms; NULL: default; "off": no metrics endpoint */
+  const char *api_key;       /* every endpoint but /health needs it (D4); NULL or "": none */
+  int http_threads;          /* libmicrohttpd thread pool; 0: 2 per CPU, 4..32 */
+  int refresh_workers;       /* refresh worker threads; 0: min(4, accelerated datasets) */
+  int64_t query_timeout_ms;  /* a /v1/sql statement's limit; 0: 30 s */
+  size_t max_sql_bytes;      /* /v1/sql body limit; 0: 1 MiB */
+  int64_t retry_base_ms;     /* first retry delay (C4); 0: 1 s; doubles up to retry_max_ms */
+  int64_t retry_max_ms;      /* 0: 5 min */
+} tm_runtime_options;
+
+#define TM_RUNTIME_OPTIONS_VERSION 1
+void tm_runtime_options_init(tm_runtime_options *o);
+
+/**
+ * A runtime for cfg, which must outlive it. Opens nothing and binds nothing
+ * yet; checks the options (TM_EINVALID naming a bad address). Release with
+ * tm_runtime_free.
+ */
+int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_options *opts,
+                   tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Binds the HTTP and metrics addresses and starts the HTTP threads, the
+ * refresh workers and the loading of every dataset (a dataset that cannot
+ * load is reported and skipped; the others run). Errors: TM_EIO (an address
+ * cannot be bound), TM_ENOMEM.
+ */
+int tm_runtime_start(tm_runtime *rt, tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Shuts down: stops accepting connections, marks every dataset ShuttingDown,
+ * cancels refreshes in flight (they roll back, or finish committing if they
+ * already were), joins the workers and stops the HTTP servers. Idempotent.
+ */
+void tm_runtime_stop(tm_runtime *rt);
+
+/** Stops if needed and frees everything. NULL is a no-op. */
+void tm_runtime_free(tm_runtime *rt);
+
+/** Every dataset is ready to serve (SPEC C1; what GET /v1/ready answers). */
+bool tm_runtime_ready(tm_runtime *rt);
+
+/** The bound port of the HTTP API (which = "http") or metrics ("metrics"); 0 if none. */
+int tm_runtime_port(tm_runtime *rt, const char *which);
+
+#endif

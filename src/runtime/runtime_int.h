@@ -1,0 +1,139 @@
+/*
+ * runtime_int.h - what the runtime layer's files share (runtime layer,
+ * private): the runtime struct, one dataset's scheduling state, and the
+ * functions the scheduler, the HTTP server, the SQL endpoint and the
+ * snapshots code call in each other.
+ *
+ * Locking: rt->mu guards every field of tm_rt_dataset except `accel` reads
+ * after `loaded` is seen true under the lock (the pointer never changes
+ * again until tm_runtime_free, which runs after every thread is joined).
+ * The accel's own getters are thread-safe.
+ */
+#ifndef TM_RUNTIME_RUNTIME_INT_H
+#define TM_RUNTIME_RUNTIME_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/sql.h"
+#include "objstore/objstore.h"
+#include "refresh/accel.h"
+#include "runtime/http/http.h"
+#include "runtime/runtime.h"
+#include "util/metrics.h"
+
+#define TM_RT_NEVER INT64_MAX
+#define TM_RT_SNAPSHOT_KEEP 5          /* acceleration snapshots kept per dataset */
+
+/* One dataset of the config and its scheduling state. */
+typedef struct tm_rt_dataset {
+  const tm_dataset_def *def;    /* borrowed from the config */
+  bool accelerated;             /* has an enabled acceleration */
+  tm_accel *accel;              /* owned; NULL until loaded (or when the load failed) */
+  bool loaded;                  /* the load job finished successfully */
+  bool load_failed;             /* reported and skipped (the others run) */
+  char load_error[TM_ERROR_MESSAGE_MAX];
+  bool running;                 /* a worker holds this dataset (one job at a time, C4) */
+  int64_t next_load_ms;         /* monotonic ms; TM_RT_NEVER once loaded or failed */
+  int load_attempts;            /* bootstrap retries (bootstrap_on_failure_behavior: retry) */
+  int64_t next_refresh_ms;      /* monotonic ms of the next scheduled refresh, or NEVER */
+  int64_t next_retention_ms;    /* monotonic ms of the next retention check, or NEVER */
+  int attempts;                 /* consecutive failed scheduled refreshes (retries) */
+  bool has_trigger;             /* an API refresh is queued */
+  bool trigger_full;
+  char *trigger_sql;            /* owned or NULL */
+  tm_engine *catalog_engine;    /* a reference: the engine the SQL catalog lists */
+  /* acceleration snapshots (C2) */
+  bool bootstrapped;            /* restored from a snapshot at start */
+  char *snapshot_key;           /* owned: the last snapshot created or restored, or NULL */
+  int64_t snapshot_ms;          /* wall clock of that snapshot */
+  char snapshot_error[TM_ERROR_MESSAGE_MAX]; /* "" after a success */
+} tm_rt_dataset;
+
+struct tm_runtime {
+  const tm_config *cfg;         /* borrowed */
+  tm_runtime_options opts;      /* strings below are owned copies */
+  char *http_addr, *metrics_addr, *api_key;
+  tm_metrics *metrics;          /* owned registry: accel families + the ones below */
+  tm_metric *m_http, *m_query_exec, *m_query_fail, *m_query_dur;
+  tm_rt_dataset *ds;            /* owned array, one per config dataset, same order */
+  size_t n_ds;
+  pthread_mutex_t mu;           /* guards ds[] scheduling fields, stopping, started */
+  pthread_cond_t cv;            /* workers wait here (CLOCK_MONOTONIC) */
+  pthread_t *workers;           /* owned */
+  int n_workers;                /* started workers */
+  bool started, stopping, stopped;
+  volatile int cancel;          /* set at shutdown: refreshes in flight roll back */
+  tm_sql_catalog *catalog;      /* owned */
+  pthread_mutex_t pool_mu;      /* guards the idle session pool */
+  tm_sql_session **pool;        /* owned idle sessions */
+  size_t n_pool, cap_pool;
+  tm_http_route routes[8];      /* the API's routes (body limits from opts) */
+  size_t n_routes;
+  tm_http_route metrics_routes[1];
+  tm_http_server *http;         /* owned: the API */
+  tm_http_server *metrics_http; /* owned: /metrics, or NULL */
+  tm_objstore *snap_store;      /* owned: the snapshot location, or NULL when disabled */
+  char *snap_prefix;            /* owned: key prefix inside snap_store */
+};
+
+/* ---- datasets (runtime.c) ------------------------------------------------------------- */
+
+/** The dataset named name (NULL when none). Stable for the runtime's life. */
+tm_rt_dataset *tm_rt__find(tm_runtime *rt, const char *name);
+/** The accel of a loaded dataset, or NULL (read under rt->mu). */
+tm_accel *tm_rt__accel(tm_runtime *rt, tm_rt_dataset *ds);
+/** The status name SPEC 1.3 shows for a dataset. */
+const char *tm_rt__status_name(tm_runtime *rt, tm_rt_dataset *ds);
+/** Lists d's current engine in the SQL catalog (after a load or a schema change). */
+void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds);
+/** Engine options for a dataset (on_conflict goes into oc, which the caller disposes). */
+void tm_rt__engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *oc);
+
+/* ---- scheduler (scheduler.c) ------------------------------------------------------------ */
+
+int tm_rt__sched_start(tm_runtime *rt, tm_error *err) TM_WARN_UNUSED;
+/** Sets the cancel flag, wakes and joins the workers. */
+void tm_rt__sched_stop(tm_runtime *rt);
+/**
+ * Queues an API refresh of ds (full and/or a one-off refresh_sql, which is
+ * copied). TM_ECONFLICT when a different one is already queued,
+ * TM_EUNAVAILABLE while shutting down.
+ */
+int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql,
+                   tm_error *err) TM_WARN_UNUSED;
+/** Delay before retry number attempt (1, 2, ...): base * 2^(attempt-1), capped. */
+int64_t tm_rt__backoff_ms(int64_t base_ms, int64_t max_ms, int attempt);
+
+/* ---- acceleration snapshots (snapshots.c) ------------------------------------------------ */
+
+/** Whether snapshots are created after ds's refreshes / restored at its start. */
+bool tm_rt__snapshots_create(const tm_runtime *rt, const tm_dataset_def *d);
+bool tm_rt__snapshots_bootstrap(const tm_runtime *rt, const tm_dataset_def *d);
+/**
+ * At start, before the dataset's accel opens: when its file-mode
+ * acceleration is missing, restores the newest snapshot (older ones too when
+ * `fallback` is set) and discards the saved Iceberg snapshot (B9). *restored
+ * says whether it did. TM_ENOTFOUND when the location holds no snapshot.
+ */
+int tm_rt__snapshot_bootstrap(tm_runtime *rt, tm_rt_dataset *ds, bool fallback, bool *restored,
+                              tm_error *err) TM_WARN_UNUSED;
+/** After a refresh that changed ds: copies its acceleration to the location. */
+int tm_rt__snapshot_create(tm_runtime *rt, tm_rt_dataset *ds, tm_error *err) TM_WARN_UNUSED;
+/** The key of a snapshot taken at wall-clock ms: PREFIX/dataset=NAME/NAME_YYYYMMDDTHHMMSSZ.EXT. */
+char *tm_rt__snapshot_key(const char *prefix, const char *dataset, const char *ext, int64_t ms);
+
+/* ---- HTTP routes (routes.c, query.c) ---------------------------------------------------------- */
+
+/** Fills rt->routes and rt->metrics_routes. */
+void tm_rt__routes_init(tm_runtime *rt);
+/** POST /v1/sql (query.c). */
+void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep);
+
+/* ---- SQL sessions (query.c) ---------------------------------------------------------------- */
+
+int tm_rt__session_take(tm_runtime *rt, tm_sql_session **out, tm_error *err) TM_WARN_UNUSED;
+void tm_rt__session_put(tm_runtime *rt, tm_sql_session *s);
+
+#endif

@@ -1,0 +1,400 @@
+/*
+ * scheduler.c - the refresh workers: loading datasets, scheduled and
+ * triggered refreshes, retries with backoff, retention, snapshots
+ * (runtime layer; SPEC C1-C4).
+ *
+ * There is no separate scheduler thread: a bounded pool of workers share one
+ * mutex and one condition variable. A free worker picks the dataset whose
+ * next job is the most overdue, marks it running (so a dataset never has two
+ * jobs at once, C4), runs the job without the lock, then computes the
+ * dataset's next due times and wakes the others. With nothing due, workers
+ * sleep until the earliest due time (CLOCK_MONOTONIC) or a signal (an API
+ * trigger, shutdown).
+ *
+ * Jobs, in priority order for one dataset:
+ *   load       bootstrap from an acceleration snapshot when the local
+ *              acceleration is missing (C2), open it (tm_accel_new; an existing
+ *              file-mode acceleration is ready at once, C1), list it in SQL;
+ *   trigger    an API refresh with its overrides (refresh_sql, full);
+ *   refresh    scheduled: at start, then every refresh_check_interval
+ *              (start to start); a failure is retried after
+ *              base * 2^(attempt-1) (capped) while refresh_retry_enabled and
+ *              attempts remain (refresh_retry_max_attempts; unlimited by
+ *              default);
+ *   retention  every retention_check_interval (C3).
+ * After a refresh or retention that changed the rows, a file-mode dataset
+ * with snapshots enabled copies its acceleration to the snapshot location.
+ *
+ * Shutdown sets rt->cancel, which every refresh polls between batches: a
+ * refresh in flight rolls back (TM_ECANCELLED), or finishes its commit if it
+ * was already committing. Workers then exit and are joined.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/runtime_int.h"
+#include "util/alloc.h"
+#include "util/log.h"
+#include "util/time.h"
+
+typedef enum job_kind { JOB_NONE = 0, JOB_LOAD, JOB_TRIGGER, JOB_REFRESH, JOB_RETENTION } job_kind;
+
+static int64_t mono_ms(void) { return tm_monotonic_ns() / 1000000; }
+
+int64_t tm_rt__backoff_ms(int64_t base_ms, int64_t max_ms, int attempt) {
+  int64_t d = base_ms;
+  for (int i = 1; i < attempt && d < max_ms; i++) d *= 2;
+  return d < max_ms ? d : max_ms;
+}
+
+/* The next job of ds and when it is due; JOB_NONE when it has none. rt->mu held. */
+static job_kind next_job(const tm_rt_dataset *ds, int64_t *due) {
+  *due = TM_RT_NEVER;
+  if (ds->load_failed) return JOB_NONE;
+  if (!ds->loaded) {
+    *due = ds->next_load_ms;
+    return JOB_LOAD;
+  }
+  if (!ds->accelerated) return JOB_NONE;
+  if (ds->has_trigger) {
+    *due = 0;
+    return JOB_TRIGGER;
+  }
+  if (ds->next_refresh_ms <= ds->next_retention_ms) {
+    *due = ds->next_refresh_ms;
+    return ds->next_refresh_ms == TM_RT_NEVER ? JOB_NONE : JOB_REFRESH;
+  }
+  *due = ds->next_retention_ms;
+  return JOB_RETENTION;
+}
+
+/* ---- jobs (run without rt->mu) ------------------------------------------------------------ */
+
+/*
+ * Loads ds. Returns TM_OK (loaded), TM_EUNAVAILABLE (try again later: a
+ * bootstrap with bootstrap_on_failure_behavior: retry failed) or another
+ * error (the dataset is skipped).
+ */
+static int run_load(tm_runtime *rt, tm_rt_dataset *ds, tm_error *err) {
+  const tm_dataset_def *d = ds->def;
+  if (ds->accelerated && tm_rt__snapshots_bootstrap(rt, d)) {
+    const char *behavior = rt->cfg->snapshots.bootstrap_on_failure;
+    bool fallback = behavior && strcmp(behavior, "fallback") == 0;
+    bool retry = behavior && strcmp(behavior, "retry") == 0;
+    bool restored = false;
+    tm_error berr;
+    tm_error_init(&berr);
+    int rc = tm_rt__snapshot_bootstrap(rt, ds, fallback, &restored, &berr);
+    if (rc == TM_ENOTFOUND) {
+      tm_log(TM_LOG_INFO, d->name, "no acceleration snapshot to bootstrap from: %s", berr.message);
+    } else if (rc != TM_OK) {
+      if (retry) {
+        tm_error_copy(err, &berr);
+        return TM_EUNAVAILABLE;
+      }
+      tm_log(TM_LOG_WARN, d->name,
+             "bootstrap from an acceleration snapshot failed, loading from the source instead: %s",
+             berr.message);
+    }
+    if (restored) {
+      pthread_mutex_lock(&rt->mu);
+      ds->bootstrapped = true;
+      pthread_mutex_unlock(&rt->mu);
+    }
+  }
+  tm_accel_options ao;
+  tm_accel_options_init(&ao);
+  ao.metrics = rt->metrics;
+  ao.base_dir = rt->cfg->dir;
+  tm_accel *a = NULL;
+  TM_TRY(tm_accel_new(&a, d, &ao, err));
+  if (!ds->accelerated) {
+    /* Federated (C6): a table that reads the source on every query. */
+    tm_source_options so;
+    memset(&so, 0, sizeof so);
+    so.version = TM_SOURCE_OPTIONS_VERSION;
+    so.from = d->from;
+    so.name = d->name;
+    so.params = &d->params;
+    so.base_dir = rt->cfg->dir;
+    so.time_column = d->time_column;
+    so.time_partition_column = d->time_partition_column;
+    so.time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
+    int rc = tm_sql_catalog_add_source(rt->catalog, &so, err);
+    if (rc != TM_OK) {
+      tm_accel_free(a);
+      return rc;
+    }
+    tm_accel_set_status(a, TM_ACCEL_READY);
+  }
+  pthread_mutex_lock(&rt->mu);
+  ds->accel = a;
+  pthread_mutex_unlock(&rt->mu);
+  if (ds->accelerated) tm_rt__sync_catalog(rt, ds);
+  return TM_OK;
+}
+
+typedef struct job_result {
+  int rc;
+  bool changed;    /* rows changed: a snapshot is due */
+} job_result;
+
+static job_result run_refresh(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql) {
+  job_result jr = {TM_OK, false};
+  tm_refresh_request req;
+  tm_refresh_request_init(&req);
+  req.full = full;
+  req.sql = sql;
+  req.cancel = &rt->cancel;
+  tm_refresh_result res;
+  tm_error err;
+  tm_error_init(&err);
+  jr.rc = tm_accel_refresh(ds->accel, &req, &res, &err);
+  /* A schema change may have replaced the engine (B9): list the current one. */
+  tm_rt__sync_catalog(rt, ds);
+  if (jr.rc == TM_OK) {
+    jr.changed = res.rows_written > 0 || res.full;
+  } else if (jr.rc == TM_ECANCELLED) {
+    tm_log(TM_LOG_INFO, ds->def->name, "refresh cancelled for shutdown; rolled back");
+  }
+  return jr;
+}
+
+static job_result run_retention(tm_runtime *rt, tm_rt_dataset *ds) {
+  (void)rt;
+  job_result jr = {TM_OK, false};
+  int64_t deleted = 0;
+  tm_error err;
+  tm_error_init(&err);
+  jr.rc = tm_accel_retention(ds->accel, tm_now_ms(), &deleted, &err);
+  jr.changed = jr.rc == TM_OK && deleted > 0;
+  return jr;
+}
+
+static void maybe_snapshot(tm_runtime *rt, tm_rt_dataset *ds) {
+  if (!tm_rt__snapshots_create(rt, ds->def)) return;
+  tm_error err;
+  tm_error_init(&err);
+  int rc = tm_rt__snapshot_create(rt, ds, &err);
+  pthread_mutex_lock(&rt->mu);
+  if (rc == TM_OK) ds->snapshot_error[0] = '\0';
+  else snprintf(ds->snapshot_error, sizeof ds->snapshot_error, "%s", err.message);
+  pthread_mutex_unlock(&rt->mu);
+  if (rc != TM_OK)
+    tm_log(TM_LOG_WARN, ds->def->name, "acceleration snapshot not written: %s", err.message);
+}
+
+/* ---- the worker loop ----------------------------------------------------------------------- */
+
+static void after_load(tm_runtime *rt, tm_rt_dataset *ds, int rc, const tm_error *err,
+                       int64_t now) {
+  const tm_dataset_def *d = ds->def;
+  if (rc == TM_OK) {
+    ds->loaded = true;
+    ds->next_load_ms = TM_RT_NEVER;
+    /* Refresh once at start whether or not an interval is set (C4). */
+    ds->next_refresh_ms = ds->accelerated ? now : TM_RT_NEVER;
+    if (ds->accelerated && d->acceleration.retention_check_enabled)
+      ds->next_retention_ms = now + d->acceleration.retention_check_interval_ms;
+    return;
+  }
+  if (rc == TM_EUNAVAILABLE && !rt->stopping) {
+    ds->load_attempts++;
+    int64_t delay = tm_rt__backoff_ms(rt->opts.retry_base_ms, rt->opts.retry_max_ms,
+                                      ds->load_attempts);
+    ds->next_load_ms = now + delay;
+    tm_log(TM_LOG_WARN, d->name, "bootstrap failed (attempt %d), retrying in %.1f s: %s",
+           ds->load_attempts, (double)delay / 1000.0, err->message);
+    return;
+  }
+  ds->load_failed = true;
+  ds->next_load_ms = TM_RT_NEVER;
+  snprintf(ds->load_error, sizeof ds->load_error, "%s", err->message);
+  tm_log(TM_LOG_ERROR, d->name, "dataset not loaded, skipped (the others run): %s", err->message);
+}
+
+static void after_refresh(tm_runtime *rt, tm_rt_dataset *ds, job_kind kind, int rc,
+                          int64_t started, int64_t now) {
+  const tm_acceleration_def *acc = &ds->def->acceleration;
+  int64_t interval = acc->refresh_check_interval_ms;
+  if (kind == JOB_TRIGGER) return; /* triggers do not move the schedule and are not retried */
+  if (rc == TM_OK || rc == TM_ECANCELLED) {
+    ds->attempts = 0;
+    int64_t next = started + interval;
+    ds->next_refresh_ms = interval > 0 ? (next > now ? next : now) : TM_RT_NEVER;
+    return;
+  }
+  bool may_retry = acc->refresh_retry_enabled && rc != TM_EINVALID && rc != TM_EUNSUPPORTED &&
+                   (acc->refresh_retry_max_attempts < 0 ||
+                    ds->attempts < acc->refresh_retry_max_attempts);
+  if (may_retry) {
+    ds->attempts++;
+    int64_t delay = tm_rt__backoff_ms(rt->opts.retry_base_ms, rt->opts.retry_max_ms, ds->attempts);
+    if (interval > 0 && delay > interval) delay = interval;
+    ds->next_refresh_ms = now + delay;
+    char left[32] = "unlimited";
+    if (acc->refresh_retry_max_attempts >= 0)
+      snprintf(left, sizeof left, "%lld", (long long)acc->refresh_retry_max_attempts);
+    tm_log(TM_LOG_WARN, ds->def->name, "retrying the refresh in %.1f s (retry %d of %s)",
+           (double)delay / 1000.0, ds->attempts, left);
+    return;
+  }
+  if (acc->refresh_retry_enabled && ds->attempts > 0)
+    tm_log(TM_LOG_WARN, ds->def->name, "giving up after %d retries%s", ds->attempts,
+           interval > 0 ? "; the next scheduled refresh tries again" : "");
+  ds->attempts = 0;
+  ds->next_refresh_ms = interval > 0 ? now + interval : TM_RT_NEVER;
+}
+
+static void *worker_main(void *arg) {
+  tm_runtime *rt = arg;
+  pthread_mutex_lock(&rt->mu);
+  while (!rt->stopping) {
+    int64_t now = mono_ms();
+    tm_rt_dataset *pick = NULL;
+    job_kind pick_kind = JOB_NONE;
+    int64_t pick_due = TM_RT_NEVER, earliest = TM_RT_NEVER;
+    for (size_t i = 0; i < rt->n_ds; i++) {
+      tm_rt_dataset *ds = &rt->ds[i];
+      if (ds->running) continue;
+      int64_t due;
+      job_kind k = next_job(ds, &due);
+      if (k == JOB_NONE) continue;
+      if (due <= now) {
+        if (!pick || due < pick_due) {
+          pick = ds;
+          pick_kind = k;
+          pick_due = due;
+        }
+      } else if (due < earliest) {
+        earliest = due;
+      }
+    }
+    if (!pick) {
+      if (earliest == TM_RT_NEVER) {
+        pthread_cond_wait(&rt->cv, &rt->mu);
+      } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t wait_ms = earliest - now;
+        ts.tv_sec += (time_t)(wait_ms / 1000);
+        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000L;
+        }
+        int w = pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
+        (void)w; /* ETIMEDOUT or a wake-up: look again either way */
+      }
+      continue;
+    }
+    pick->running = true;
+    bool full = false;
+    char *sql = NULL;
+    if (pick_kind == JOB_TRIGGER) {
+      full = pick->trigger_full;
+      sql = pick->trigger_sql;
+      pick->trigger_sql = NULL;
+      pick->has_trigger = false;
+    }
+    pthread_mutex_unlock(&rt->mu);
+
+    int64_t started = mono_ms();
+    int rc = TM_OK;
+    bool changed = false;
+    tm_error err;
+    tm_error_init(&err);
+    if (pick_kind == JOB_LOAD) {
+      rc = run_load(rt, pick, &err);
+    } else if (pick_kind == JOB_RETENTION) {
+      job_result jr = run_retention(rt, pick);
+      rc = jr.rc;
+      changed = jr.changed;
+    } else {
+      job_result jr = run_refresh(rt, pick, full, sql);
+      rc = jr.rc;
+      changed = jr.changed;
+    }
+    tm_free(sql);
+    if (changed && !rt->cancel) maybe_snapshot(rt, pick);
+
+    pthread_mutex_lock(&rt->mu);
+    int64_t end = mono_ms();
+    if (pick_kind == JOB_LOAD) {
+      after_load(rt, pick, rc, &err, end);
+    } else if (pick_kind == JOB_RETENTION) {
+      pick->next_retention_ms = end + pick->def->acceleration.retention_check_interval_ms;
+    } else {
+      after_refresh(rt, pick, pick_kind, rc, started, end);
+    }
+    pick->running = false;
+    pthread_cond_broadcast(&rt->cv);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return NULL;
+}
+
+int tm_rt__sched_start(tm_runtime *rt, tm_error *err) {
+  int accelerated = 0;
+  for (size_t i = 0; i < rt->n_ds; i++) accelerated += rt->ds[i].accelerated;
+  int n = rt->opts.refresh_workers;
+  if (n <= 0) n = accelerated < 4 ? accelerated : 4;
+  if (n < 1) n = 1; /* federated datasets still load */
+  rt->workers = tm_calloc((size_t)n, sizeof *rt->workers);
+  if (!rt->workers) return tm_error_nomem(err);
+  for (int i = 0; i < n; i++) {
+    int e = pthread_create(&rt->workers[i], NULL, worker_main, rt);
+    if (e != 0) {
+      tm_rt__sched_stop(rt);
+      return tm_error_set(err, TM_ERROR, "cannot start refresh workers: %s", strerror(e));
+    }
+    rt->n_workers = i + 1;
+  }
+  tm_log(TM_LOG_INFO, NULL, "%zu datasets, %d refresh workers", rt->n_ds, n);
+  return TM_OK;
+}
+
+void tm_rt__sched_stop(tm_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  rt->stopping = true;
+  __atomic_store_n(&rt->cancel, 1, __ATOMIC_SEQ_CST);
+  for (size_t i = 0; i < rt->n_ds; i++)
+    if (rt->ds[i].accel) tm_accel_set_status(rt->ds[i].accel, TM_ACCEL_SHUTTING_DOWN);
+  pthread_cond_broadcast(&rt->cv);
+  pthread_mutex_unlock(&rt->mu);
+  for (int i = 0; i < rt->n_workers; i++) pthread_join(rt->workers[i], NULL);
+  rt->n_workers = 0;
+  tm_free(rt->workers);
+  rt->workers = NULL;
+  pthread_mutex_lock(&rt->mu);
+  for (size_t i = 0; i < rt->n_ds; i++)
+    if (rt->ds[i].accel) tm_accel_set_status(rt->ds[i].accel, TM_ACCEL_SHUTTING_DOWN);
+  pthread_mutex_unlock(&rt->mu);
+}
+
+int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql, tm_error *err) {
+  char *copy = NULL;
+  if (sql && !(copy = tm_strdup(sql))) return tm_error_nomem(err);
+  pthread_mutex_lock(&rt->mu);
+  int rc = TM_OK;
+  if (rt->stopping) {
+    rc = tm_error_set(err, TM_EUNAVAILABLE, "the runtime is shutting down");
+  } else if (ds->has_trigger) {
+    bool same = ds->trigger_full == full &&
+                ((!ds->trigger_sql && !sql) || (ds->trigger_sql && sql && !strcmp(ds->trigger_sql, sql)));
+    if (!same)
+      rc = tm_error_set(err, TM_ECONFLICT,
+                        "another refresh of %s with different options is already queued",
+                        ds->def->name);
+  } else {
+    ds->has_trigger = true;
+    ds->trigger_full = full;
+    ds->trigger_sql = copy;
+    copy = NULL;
+    pthread_cond_broadcast(&rt->cv);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  tm_free(copy);
+  return rc;
+}
