@@ -24,7 +24,11 @@
 #define BACKUP_BUSY_MS 10000
 
 const char *tm_engine_backup_ext(tm_engine_kind kind) {
-  return kind == TM_ENGINE_SQLITE ? "sqlite" : NULL;
+  switch (kind) {
+    case TM_ENGINE_SQLITE: return "sqlite";
+    case TM_ENGINE_CAYENNE: return "cayenne.tar";
+    default: return NULL;
+  }
 }
 
 /* A temporary name beside path, unique in this process. Result: tm_free. */
@@ -143,6 +147,7 @@ int tm_engine_backup(tm_engine *e, const char *dest_path, tm_error *err) {
                         e->cfg.dataset);
   switch (e->vt->kind) {
     case TM_ENGINE_SQLITE: return sqlite_backup(e, dest_path, err);
+    case TM_ENGINE_CAYENNE: return tm_engine__cayenne_backup(e, dest_path, err);
     default:
       return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: the %s engine has no backup",
                           e->cfg.dataset, tm_engine_kind_name(e->vt->kind));
@@ -180,6 +185,7 @@ int tm_engine_restore(tm_engine_kind kind, const tm_engine_options *opts,
   if (opts->mode != TM_ENGINE_FILE || !opts->path)
     return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: only a file-mode acceleration can be restored",
                         opts->dataset ? opts->dataset : "?");
+  if (kind == TM_ENGINE_CAYENNE) return tm_engine__cayenne_restore(opts, backup_path, err);
   if (kind != TM_ENGINE_SQLITE)
     return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: the %s engine has no backup",
                         opts->dataset ? opts->dataset : "?", tm_engine_kind_name(kind));

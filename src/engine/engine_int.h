@@ -83,6 +83,10 @@ const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind);
 const tm_engine_vtable *tm_engine__sqlite_vtable(void);
 const tm_engine_vtable *tm_engine__arrow_vtable(void);
 const tm_engine_vtable *tm_engine__cayenne_vtable(void);
+/* Acceleration snapshots of cayenne (cayenne/backup.c), for backup.c. */
+int tm_engine__cayenne_backup(tm_engine *e, const char *dest_path, tm_error *err) TM_WARN_UNUSED;
+int tm_engine__cayenne_restore(const tm_engine_options *opts, const char *backup_path,
+                               tm_error *err) TM_WARN_UNUSED;
 
 /**
  * A text form of a schema that keeps every type detail (stored by file-mode

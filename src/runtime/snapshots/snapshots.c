@@ -151,11 +151,13 @@ static void free_keys(char **keys, size_t n) {
   tm_free(keys);
 }
 
-static int64_t key_ms(const char *key) {
-  size_t n = strlen(key);
-  const char *dot = strrchr(key, '.');
-  if (!dot || (size_t)(dot - key) < 16 || n < 17) return -1;
-  return key_time_ms(dot - 16);
+/* The time in a snapshot key of dataset `name`, or -1. */
+static int64_t key_ms(const char *key, const char *name) {
+  const char *slash = strrchr(key, '/');
+  const char *base = slash ? slash + 1 : key;
+  size_t n = strlen(name);
+  if (strlen(base) < n + 17 || strncmp(base, name, n) != 0 || base[n] != '_') return -1;
+  return key_time_ms(base + n + 1);
 }
 
 static void record(tm_runtime *rt, tm_rt_dataset *ds, const char *key) {
@@ -164,7 +166,7 @@ static void record(tm_runtime *rt, tm_rt_dataset *ds, const char *key) {
   if (copy) {
     tm_free(ds->snapshot_key);
     ds->snapshot_key = copy;
-    ds->snapshot_ms = key_ms(key);
+    ds->snapshot_ms = key_ms(key, ds->def->name);
   }
   pthread_mutex_unlock(&rt->mu);
 }
@@ -256,7 +258,7 @@ static int restore_one(tm_runtime *rt, const tm_dataset_def *d, const tm_engine_
                        const char *key, tm_error *err) {
   int64_t t0 = tm_monotonic_ns();
   char *dir = tm_path_dirname(d->data_path);
-  char *tmp = tm_asprintf("%s.restore-%d", d->data_path, (int)getpid());
+  char *tmp = tm_asprintf("%s.download-%d", d->data_path, (int)getpid());
   int rc = dir && tmp ? tm_mkdir_p(dir, err) : tm_error_nomem(err);
   if (rc == TM_OK) rc = tm_objstore_get_file(rt->snap_store, key, tmp, err);
   if (rc == TM_OK) rc = tm_engine_restore(d->acceleration.engine, eo, tmp, err);
