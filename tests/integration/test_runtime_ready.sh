@@ -50,5 +50,11 @@ YAML
   assert_eq "$(curl -s "$BASE/v1/datasets/events/acceleration" | jq -r .last_refresh.rows_written)" 3 \
     "$engine: only the new rows were read"
   stop_server
+  # `tidemark status -c` reads the same state in-process once the server is gone.
+  js=$(tm status -c "$dir/tidemark.yaml" --format json)
+  assert_eq "$(jq -r '.[0] | "\(.status) \(.rows) \(.high_water_mark)"' <<<"$js")" \
+    "Ready 8 2024-01-01T00:00:08Z" "$engine: status -c"
+  out=$(tm status -c "$dir/tidemark.yaml")
+  assert_contains "$(grep '^events' <<<"$out")" "2024-01-01T00:00:08Z"
 done
 echo ok
