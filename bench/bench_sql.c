@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
     else die("usage: bench_sql -c CONFIG --table T --max-id N [--threads T] [--seconds S]", NULL);
   }
   if (!config || max_id <= 0 || threads < 1 || threads > 256) die("bad arguments", NULL);
-  tm_log_set_level(TM_LOG_WARN);
+  tm_log_set_level(TM_LOG_ERROR);
   tm_error err;
   tm_config cfg;
   if (tm_config_load(&cfg, config, &err) != TM_OK) die(config, &err);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runtime benchmark (issue 8): /v1/sql point lookups with 32 concurrent
 # clients (wrk) against `tidemark run`, next to the same query in process
-# (bench_sql: the SQL layer without HTTP; and `tidemark sql -c`, one process
-# per query, timed by hyperfine). For the sqlite engine (primary-key index)
+# (bench_sql: the SQL layer without HTTP, 1 thread and as many threads as the
+# server's HTTP pool; and `tidemark sql -c`, one process per query, timed by
+# hyperfine). For the sqlite engine (primary-key index)
 # and cayenne (zone maps on a sorted id). Run by `make bench` (scripts/bench).
 # BENCH_RUNTIME_ROWS (default 1000000) and BENCH_SECONDS (default 10) change
 # the size and the duration.
@@ -100,7 +101,7 @@ YAML
   printf '%-40s %10s %10s %10s\n' "" "queries/s" "p50" "p99"
   printf '%-40s %10s %10s %10s%s\n' "HTTP /v1/sql, wrk 32 connections" "$rps" "$p50" "$p99" \
     "${bad:+  ($bad non-2xx)}${errs:+  ($errs)}"
-  for t in 1 32; do
+  for t in 1 4; do
     read -r _ n qps ip50 ip99 _ < <("$bindir/bench_sql" -c "$dir/tidemark.yaml" --table events \
       --max-id $((rows - 1)) --threads $t --seconds "$secs")
     printf '%-40s %10s %10s %10s\n' "in process (bench_sql), $t thread(s)" "$qps" "${ip50}ms" "${ip99}ms"
