@@ -55,7 +55,7 @@ static json_t *status_local(const char *path, int *code) {
     json_t *o = tm_status_json(a, d, status);
     if (o && rc != TM_OK) {
       json_t *le = json_object();
-      json_object_set_new(le, "message", json_string(err.message));
+      json_object_set_new(le, "message", tm_json_text(err.message));
       json_object_set_new(o, "last_error", le);
     }
     if (o) json_array_append_new(out, o);

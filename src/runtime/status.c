@@ -6,7 +6,43 @@
 #include <string.h>
 
 #include "refresh/timebound.h"
+#include "util/alloc.h"
 #include "util/time.h"
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s) {
+  if (s[0] < 0x80) return 1;
+  size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+  if (n == 0 || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  uint32_t cp = s[0] & (0x7F >> n);
+  for (size_t i = 1; i < n; i++) cp = (cp << 6) | (s[i] & 0x3F);
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+
+json_t *tm_json_text(const char *s) {
+  size_t len = strlen(s);
+  char *copy = tm_malloc(len + 1);
+  if (!copy) return NULL;
+  size_t i = 0;
+  while (i < len) {
+    size_t n = utf8_seq((const unsigned char *)s + i);
+    if (n == 0) {
+      copy[i++] = '?';
+      continue;
+    }
+    memcpy(copy + i, s + i, n);
+    i += n;
+  }
+  copy[len] = '\0';
+  json_t *j = json_stringn(copy, len);
+  tm_free(copy);
+  return j;
+}
 
 int tm_status_set_time(json_t *obj, const char *key, int64_t ms) {
   char buf[64];
@@ -83,8 +119,8 @@ json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *statu
   if (!o) return NULL;
   bool accelerated = def->has_acceleration && def->acceleration.enabled;
   const tm_acceleration_def *acc = &def->acceleration;
-  json_object_set_new(o, "name", json_string(def->name));
-  json_object_set_new(o, "from", json_string(def->from));
+  json_object_set_new(o, "name", tm_json_text(def->name));
+  json_object_set_new(o, "from", tm_json_text(def->from));
   json_object_set_new(o, "acceleration_enabled", json_boolean(accelerated));
   json_object_set_new(o, "status", json_string(status_name));
   tm_accel_info info;
@@ -100,7 +136,7 @@ json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *statu
     json_object_set_new(o, "refresh_check_interval",
                         acc->refresh_check_interval_ms > 0 ? json_string(iv) : json_null());
   }
-  json_object_set_new(o, "time_column", def->time_column ? json_string(def->time_column) : json_null());
+  json_object_set_new(o, "time_column", def->time_column ? tm_json_text(def->time_column) : json_null());
   tm_engine *e = a ? tm_accel_engine(a) : NULL;
   int64_t rows = 0;
   uint64_t size = 0;
@@ -118,7 +154,7 @@ json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *statu
   json_object_set_new(o, "last_refresh", last_refresh_json(&info));
   if (info.last_error[0]) {
     json_t *le = json_object();
-    json_object_set_new(le, "message", json_string(info.last_error));
+    json_object_set_new(le, "message", tm_json_text(info.last_error));
     tm_status_set_time(le, "at", info.last_error_ms);
     json_object_set_new(o, "last_error", le);
   } else {

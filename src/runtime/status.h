@@ -31,6 +31,14 @@
  */
 json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *status_name);
 
+/**
+ * A JSON string of s, with every byte that is not part of a valid UTF-8
+ * sequence replaced by '?' (messages may quote paths or request bytes that
+ * are not UTF-8; jansson refuses those). A new reference, or NULL when out of
+ * memory.
+ */
+json_t *tm_json_text(const char *s);
+
 /** Appends an RFC 3339 UTC rendering of wall-clock ms to a JSON object as key. */
 int tm_status_set_time(json_t *obj, const char *key, int64_t ms);
 

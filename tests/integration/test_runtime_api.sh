@@ -61,6 +61,9 @@ assert_eq "$(jq -r '.rows, .high_water_mark, .last_refresh.rows_written, .last_r
 api GET /v1/datasets/nope/acceleration
 assert_eq "$STATUS" 404 "unknown dataset"
 assert_eq "$(jq -r .message <<<"$BODY")" "no dataset named 'nope'"
+api GET /v1/datasets/%FF%FE/acceleration
+assert_eq "$STATUS" 404 "a name that is not UTF-8"
+assert_eq "$(jq -r .message <<<"$BODY")" "no dataset named '??'"
 api GET /v1/datasets/nope/acceleration/refresh
 assert_eq "$STATUS" 405 "GET on a POST route"
 api GET /v1/nothing
@@ -137,7 +140,7 @@ assert_eq "$BODY" '{"message":"Dataset refresh triggered for events."}'
 
 # Request metrics are labelled by route template.
 m=$(metrics)
-assert_contains "$m" 'http_requests_total{method="GET",path="/v1/datasets/{name}/acceleration",status="404"} 2'
+assert_contains "$m" 'http_requests_total{method="GET",path="/v1/datasets/{name}/acceleration",status="404"} 3'
 assert_contains "$m" 'dataset_load_state{dataset="raw"} 1'
 assert_contains "$m" 'http_requests_total{method="POST",path="/v1/sql",status="413"} 1'
 assert_contains "$m" 'http_requests_total{method="GET",path="unmatched",status="404"} 2'

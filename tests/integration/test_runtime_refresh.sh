@@ -8,7 +8,17 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/runtime_lib.sh"
 
-mkdir -p "$T/events" "$T/ticks"
+mkdir -p "$T/events" "$T/ticks" "$T/aging"
+# aging: 4 rows from 2024 (past the 30d retention) and 3 from the last minute.
+gen_jsonl "$T/aging/old.jsonl" 1 4
+python3 - "$T/aging/new.jsonl" <<'PY'
+import sys, datetime
+now = datetime.datetime.now(datetime.timezone.utc)
+with open(sys.argv[1], "w") as f:
+    for i in range(3):
+        ts = (now - datetime.timedelta(seconds=10 * i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        f.write('{"id": %d, "ts": "%s", "batch": "new", "v": 0}\n' % (100 + i, ts))
+PY
 gen_jsonl "$T/events/a.jsonl" 1 3
 gen_jsonl "$T/ticks/a.jsonl" 1 2
 cat > "$T/tidemark.yaml" <<YAML
@@ -31,6 +41,12 @@ datasets:
     params: {file_format: jsonl}
     time_column: ts
     acceleration: {engine: sqlite, mode: memory, refresh_mode: append, refresh_retry_max_attempts: 20}
+  - from: file:aging
+    name: aging
+    params: {file_format: jsonl}
+    time_column: ts
+    acceleration: {engine: sqlite, mode: memory, refresh_mode: append, retention_check_enabled: true,
+                   retention_period: 30d, retention_check_interval: 500ms}
   - from: s3://bucket/x
     name: broken
     params: {s3_no_such_param: "1"}
@@ -57,6 +73,12 @@ gen_jsonl "$T/late/a.jsonl" 1 4
 wait_until 30 count_is late 4 || fail "late: loaded by a retry"
 wait_until 10 status_is late Ready || fail "late: Ready after the retry"
 wait_until 10 is_ready || fail "ready once every dataset loaded"
+
+# C3: retention_check_interval deletes the rows older than retention_period.
+wait_until 20 count_is aging 3 || fail "aging: retention"
+assert_eq "$(sql_value "SELECT count(*) FROM aging WHERE batch = 'new'")" 3 "aging: recent rows kept"
+grep -q '\[aging\] retention deleted 4 rows (4 by retention_period, 0 by retention_sql)' "$SERVER_LOG" ||
+  fail "aging: retention logged"
 
 # refresh_check_interval picks up new files.
 gen_jsonl "$T/ticks/b.jsonl" 3 5

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/runtime_lib.sh"
 
-BIG=${TM_SHUTDOWN_ROWS:-20000}
+BIG=${TM_SHUTDOWN_ROWS:-12000}
 for engine in sqlite cayenne; do
   for mode in append full; do
     dir=$T/$engine-$mode

@@ -32,9 +32,9 @@ static void h_datasets(void *app, tm_http_request *req, tm_http_reply *rep) {
   json_t *arr = json_array();
   for (size_t i = 0; arr && i < rt->n_ds; i++) {
     tm_rt_dataset *ds = &rt->ds[i];
-    json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "from", ds->def->from, "name", ds->def->name,
-                          "acceleration_enabled", ds->accelerated, "status",
-                          tm_rt__status_name(rt, ds));
+    json_t *o = json_pack("{s:o, s:o, s:b, s:s}", "from", tm_json_text(ds->def->from), "name",
+                          tm_json_text(ds->def->name), "acceleration_enabled", ds->accelerated,
+                          "status", tm_rt__status_name(rt, ds));
     if (!o || json_array_append_new(arr, o) != 0) {
       json_decref(arr);
       arr = NULL;
@@ -69,17 +69,17 @@ static void h_acceleration(void *app, tm_http_request *req, tm_http_reply *rep) 
   pthread_mutex_lock(&rt->mu);
   if (ds->load_failed) {
     json_t *le = json_object();
-    json_object_set_new(le, "message", json_string(ds->load_error));
+    json_object_set_new(le, "message", tm_json_text(ds->load_error));
     json_object_set_new(o, "last_error", le);
   }
   json_t *snap = json_null();
   if (ds->snapshot_key || ds->snapshot_error[0]) {
     snap = json_object();
-    json_object_set_new(snap, "key", ds->snapshot_key ? json_string(ds->snapshot_key) : json_null());
+    json_object_set_new(snap, "key", ds->snapshot_key ? tm_json_text(ds->snapshot_key) : json_null());
     if (ds->snapshot_key && ds->snapshot_ms >= 0) tm_status_set_time(snap, "taken_at", ds->snapshot_ms);
     json_object_set_new(snap, "bootstrapped", json_boolean(ds->bootstrapped));
     json_object_set_new(snap, "error",
-                        ds->snapshot_error[0] ? json_string(ds->snapshot_error) : json_null());
+                        ds->snapshot_error[0] ? tm_json_text(ds->snapshot_error) : json_null());
   }
   pthread_mutex_unlock(&rt->mu);
   json_object_set_new(o, "acceleration_snapshot", snap);

@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "runtime/status.h"
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -125,7 +126,12 @@ void tm_http_reply_message(tm_http_reply *r, unsigned status, const char *fmt, .
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  tm_http_reply_json(r, status, json_pack("{s:s}", "message", msg));
+  json_t *o = json_object();
+  if (o && json_object_set_new(o, "message", tm_json_text(msg)) != 0) {
+    json_decref(o);
+    o = NULL;
+  }
+  tm_http_reply_json(r, status, o);
 }
 
 void tm_http_reply_text(tm_http_reply *r, unsigned status, const char *text) {

@@ -13,6 +13,7 @@
 #include "engine/backup.h"
 #include "runtime/http/http.h"
 #include "runtime/runtime_int.h"
+#include "runtime/status.h"
 #include "tm_test.h"
 #include "util/alloc.h"
 
@@ -225,5 +226,24 @@ TM_TEST(bootstrap_restores_and_discards_iceberg_state) {
     tm_kv_dispose(&oc);
     tm_runtime_free(rt);
     tm_config_dispose(&cfg);
+  }
+}
+
+TM_TEST(json_text_keeps_utf8_and_replaces_the_rest) {
+  const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"plain", "plain"},
+      {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+      {"bad \xff\xfe end", "bad ?? end"},
+      {"overlong \xc0\xaf", "overlong ??"},
+      {"surrogate \xed\xa0\x80", "surrogate ???"},
+      {"cut \xe2\x82", "cut ??"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *j = tm_json_text(cases[i].in);
+    TM_ASSERT(j);
+    TM_ASSERT_STR_EQ(json_string_value(j), cases[i].out);
+    json_decref(j);
   }
 }
