@@ -347,6 +347,8 @@ typedef struct run {
   tm_time_column tc;
   tm_engine *engine;         /* a reference for this run */
   tm_kv state;               /* the state map to commit */
+  tm_kv stored_state;        /* the state map as committed before (file mode) */
+  int64_t rows_offered;      /* rows written into the transaction */
   tm_source_table table;
 } run;
 
@@ -426,6 +428,9 @@ static int load_saved(run *r, bool recreated, tm_saved_snapshot *saved, char **u
   if (recreated) return TM_OK; /* B9 */
   if (a->def->acceleration.mode == TM_ENGINE_FILE) {
     TM_TRY(tm_engine_read_state(r->engine, &r->state, r->err));
+    tm_kv_dispose(&r->stored_state);
+    tm_kv_init(&r->stored_state);
+    TM_TRY(tm_kv_copy(&r->stored_state, &r->state, r->err));
     const char *id = tm_kv_get(&r->state, TM_STATE_SNAPSHOT_ID);
     if (id && tm_parse_int64(id, strlen(id), &saved->id) == TM_OK) saved->present = true;
     const char *u = tm_kv_get(&r->state, TM_STATE_TABLE_UUID);
@@ -545,7 +550,10 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
       rc = tm_dedup_filter(dd, cur, &unique, r->err);
       cur = &unique;
     }
-    if (rc == TM_OK && cur->n_rows > 0) rc = tm_engine_txn_write(txn, cur, r->err);
+    if (rc == TM_OK && cur->n_rows > 0) {
+      rc = tm_engine_txn_write(txn, cur, r->err);
+      r->rows_offered += cur->n_rows;
+    }
     tm_batch_release(&b);
     tm_batch_release(&kept);
     tm_batch_release(&unique);
@@ -554,7 +562,10 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
   if (rc == TM_ITEROVER) rc = TM_OK;
   /* Rows parked by a spilled de-duplication come back now. */
   while (rc == TM_OK && dd && (rc = tm_dedup_next(dd, &unique, r->err)) == TM_OK) {
-    if (unique.n_rows > 0) rc = tm_engine_txn_write(txn, &unique, r->err);
+    if (unique.n_rows > 0) {
+      rc = tm_engine_txn_write(txn, &unique, r->err);
+      r->rows_offered += unique.n_rows;
+    }
     tm_batch_release(&unique);
   }
   if (rc == TM_ITEROVER) rc = TM_OK;
@@ -565,7 +576,13 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
     r->res->row_groups_read += st->row_groups_read;
     r->res->row_groups_skipped += st->row_groups_skipped;
   }
-  if (dd) r->res->rows_deduplicated = tm_dedup_get_stats(dd)->removed_rows;
+  if (dd) {
+    const tm_dedup_stats *ds = tm_dedup_get_stats(dd);
+    r->res->rows_deduplicated = ds->removed_rows;
+    r->res->dedup_window_rows = ds->stored_rows;
+    r->res->dedup_peak_bytes = ds->peak_bytes;
+    r->res->dedup_spilled = ds->spilled;
+  }
   tm_scan_free(scan);
   return rc;
 }
@@ -581,6 +598,15 @@ static void count_ops(run *r, const tm_decision *d) {
     else if (!strcmp(op, "delete")) res->n_delete++;
     else res->n_other++;
   }
+}
+
+static bool same_state(const tm_kv *a, const tm_kv *b) {
+  if (a->len != b->len) return false;
+  for (size_t i = 0; i < a->len; i++) {
+    const char *v = tm_kv_get(b, a->items[i].key);
+    if (!v || strcmp(v, a->items[i].value) != 0) return false;
+  }
+  return true;
 }
 
 static int set_state_int(tm_kv *kv, const char *key, int64_t v, tm_error *err) {
@@ -755,7 +781,16 @@ static int do_refresh(run *r) {
       rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(dec.fallback), r->err);
     tm_engine_commit_info ci;
     memset(&ci, 0, sizeof ci);
-    if (rc == TM_OK) {
+    /* An append that adds nothing and changes no state commits nothing:
+     * a no-op refresh writes no manifest and syncs no file. */
+    bool noop = dec.kind != TM_READ_FULL && r->rows_offered == 0 &&
+                a->def->acceleration.mode == TM_ENGINE_FILE && same_state(&r->state, &r->stored_state);
+    if (rc == TM_OK && noop) {
+      tm_engine_txn_abort(txn);
+      txn = NULL;
+      int64_t rows = 0;
+      if (tm_engine_row_count(r->engine, &rows, r->err) == TM_OK) ci.rows_after = rows;
+    } else if (rc == TM_OK) {
       rc = tm_engine_txn_commit(txn, &r->state, &ci, r->err);
       txn = NULL;
     }
@@ -848,8 +883,10 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
   r.res = out;
   r.err = err;
   tm_kv_init(&r.state);
+  tm_kv_init(&r.stored_state);
   int rc = do_refresh(&r);
-  out->duration_ms = (tm_monotonic_ns() - t0) / 1000000;
+  out->duration_us = (tm_monotonic_ns() - t0) / 1000;
+  out->duration_ms = out->duration_us / 1000;
 
   if (rc == TM_OK) {
     note_fallback(a, out->fallback);
@@ -866,11 +903,15 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
     tm_refresh_result_line(out, d->name, line, sizeof line);
     tm_log(TM_LOG_INFO, d->name,
            "refresh finished: %s; read %lld rows, de-duplicated %lld, superseded %lld; files "
-           "%lld read, %lld skipped; row groups %lld read, %lld skipped",
+           "%lld read, %lld skipped; row groups %lld read, %lld skipped; %.3f ms",
            line + strlen(d->name) + 2, (long long)out->rows_read, (long long)out->rows_deduplicated,
            (long long)out->rows_superseded, (long long)out->files_read,
            (long long)out->files_skipped, (long long)out->row_groups_read,
-           (long long)out->row_groups_skipped);
+           (long long)out->row_groups_skipped, (double)out->duration_us / 1000.0);
+    if (out->dedup_window_rows)
+      tm_log(TM_LOG_INFO, d->name, "de-duplication: %lld stored rows in the window, peak %.1f MB%s",
+             (long long)out->dedup_window_rows, (double)out->dedup_peak_bytes / 1048576.0,
+             out->dedup_spilled ? ", spilled to disk" : "");
     if (out->rows_null_time)
       tm_log(TM_LOG_WARN, d->name, "%lld rows had a NULL or unreadable time and were skipped (A4)",
              (long long)out->rows_null_time);
@@ -906,6 +947,7 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
   tm_engine_release(r.engine);
   tm_source_table_dispose(&r.table);
   tm_kv_dispose(&r.state);
+  tm_kv_dispose(&r.stored_state);
   pthread_mutex_unlock(&a->refresh_lock);
   return rc;
 }

@@ -76,6 +76,9 @@ typedef struct tm_refresh_result {
   int64_t rows_read;         /* rows the source returned */
   int64_t rows_written;      /* rows the commit stored */
   int64_t rows_deduplicated; /* re-read rows already stored (A3) */
+  int64_t dedup_window_rows; /* stored rows of the re-read window */
+  size_t dedup_peak_bytes;   /* memory the de-duplication held at its peak */
+  bool dedup_spilled;        /* it passed its budget and spilled to disk */
   int64_t rows_superseded;   /* rows that lost a key conflict (A8) */
   int64_t rows_null_time;    /* rows skipped for a NULL or unreadable time (A4) */
   int64_t files_read, files_skipped, row_groups_read, row_groups_skipped;
@@ -87,6 +90,7 @@ typedef struct tm_refresh_result {
   int64_t max_time_ms;
   int64_t started_ms;        /* wall clock */
   int64_t duration_ms;
+  int64_t duration_us;
   int64_t rows_after;        /* live rows after the commit */
 } tm_refresh_result;
 
