@@ -401,6 +401,8 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   /* Bulk loads touch the table and its time index all over: a large page
    * cache for the writer (readers keep the default). */
   TM_CHECK(exec(e->db, "PRAGMA cache_size=-131072", e->file, err));
+  /* After a checkpoint the WAL shrinks back instead of keeping a full refresh's size. */
+  TM_CHECK(exec(e->db, "PRAGMA journal_size_limit=67108864", e->file, err));
   if (exists) TM_CHECK(check_options(e, err));
   else TM_CHECK(create_tables(e, err));
   *out = &e->base;

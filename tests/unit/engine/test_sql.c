@@ -360,7 +360,7 @@ TM_TEST(sql_vtab_prunes_segments_and_columns) {
 typedef struct reader_ctx {
   tm_sql_catalog *cat;
   const char *table;
-  volatile int *stop;
+  int *stop;              /* atomic */
   int64_t queries;
   int failures;
   char message[256];
@@ -382,7 +382,7 @@ static void *reader(void *arg) {
   char sql[256];
   snprintf(sql, sizeof sql,
            "SELECT count(*), sum(id), (SELECT count(*) FROM %s) FROM %s", r->table, r->table);
-  while (!*r->stop) {
+  while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE)) {
     tm_sql_stmt *q;
     if (tm_sql_prepare(s, sql, &q, &err) != TM_OK || tm_sql_step(q, &err) != TM_OK) {
       snprintf(r->message, sizeof r->message, "%s", err.message);
@@ -423,7 +423,7 @@ TM_TEST(sql_c5_readers_see_whole_commits) {
     TM_ASSERT_OK(tm_sql_catalog_new(&cat, &err), &err);
     tm_engine *e = open_events(kinds[k], "ev", 64, k == 0);
     TM_ASSERT_OK(tm_sql_catalog_add(cat, e, &err), &err);
-    volatile int stop = 0;
+    int stop = 0;
     reader_ctx rc[3];
     pthread_t th[3];
     for (int i = 0; i < 3; i++) {
@@ -441,7 +441,7 @@ TM_TEST(sql_c5_readers_see_whole_commits) {
         TM_ASSERT_OK(tm_engine_compact(e, c % 14 == 13, &ci, &err), &err);
       }
     }
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     int64_t total = 0;
     for (int i = 0; i < 3; i++) {
       pthread_join(th[i], NULL);
