@@ -49,7 +49,8 @@
  *
  * Thread safety: an open tm_parquet_file is immutable; several scans of one
  * file may run on different threads when its tm_input supports concurrent
- * read_at calls (the file and memory inputs do). One scan is one thread's.
+ * read_at calls (the file and memory inputs do; their bytes_read/reads
+ * counters are then not exact). One scan is one thread's.
  */
 #ifndef TM_FORMAT_PARQUET_PARQUET_H
 #define TM_FORMAT_PARQUET_PARQUET_H
