@@ -17,8 +17,10 @@
  * (SPEC A11). Values are stored in their SQL face (engine_int.h), so the
  * same queries give the same answers as on the columnar engines.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,7 +327,36 @@ static void sq_free(sq_engine *e) {
 
 static void sq_close(tm_engine *base) { sq_free(sq_of(base)); }
 
+/*
+ * Scratch databases of processes that died (killed, crashed) would stay in
+ * TMPDIR: the first memory-mode open of a process removes those whose process
+ * no longer exists.
+ */
+static void remove_dead_scratch(void) {
+  const char *tmp = getenv("TMPDIR");
+  const char *dir = tmp && *tmp ? tmp : "/tmp";
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *ent;
+  while ((ent = readdir(d)) != NULL) {
+    const char *n = ent->d_name;
+    if (strncmp(n, "tidemark-mem-", 13) != 0) continue;
+    const char *p = n + 13;
+    const char *dash = strchr(p, '-');
+    int64_t pid;
+    if (!dash || tm_parse_int64(p, (size_t)(dash - p), &pid) != TM_OK || pid <= 0) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char *path = tm_path_join(dir, n);
+    if (path) unlink(path);
+    tm_free(path);
+  }
+  closedir(d);
+}
+
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
 static int scratch_path(char **out, const char *dataset) {
+  pthread_once(&g_scratch_once, remove_dead_scratch);
   static int counter;
   const char *tmp = getenv("TMPDIR");
   int n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);

@@ -61,6 +61,8 @@ static void events_batch(tm_batch *out, int64_t from, int64_t n) {
   tm_schema_dispose(&s);
 }
 
+static bool g_sqlite_memory; /* open sqlite datasets in memory mode */
+
 static tm_engine *open_events(tm_engine_kind kind, const char *name, int64_t segment_rows,
                               bool keyed) {
   tm_error err;
@@ -69,7 +71,9 @@ static tm_engine *open_events(tm_engine_kind kind, const char *name, int64_t seg
   tm_engine_options o;
   tm_engine_options_init(&o);
   o.dataset = name;
-  o.mode = kind == TM_ENGINE_ARROW ? TM_ENGINE_MEMORY : TM_ENGINE_FILE;
+  o.mode = kind == TM_ENGINE_ARROW || (kind == TM_ENGINE_SQLITE && g_sqlite_memory)
+               ? TM_ENGINE_MEMORY
+               : TM_ENGINE_FILE;
   char path[128];
   snprintf(path, sizeof path, "%s%s", name, kind == TM_ENGINE_SQLITE ? ".db" : "");
   if (o.mode == TM_ENGINE_FILE) o.path = tm_test_path(path);
@@ -534,7 +538,9 @@ TM_TEST(sql_catalog_follows_datasets) {
   for (int i = 0; i < 13; i++) {
     char name[32];
     snprintf(name, sizeof name, "s%02d", i);
+    g_sqlite_memory = i % 2 == 1; /* memory mode too: a scratch database, attached alike */
     tm_engine *e = open_events(TM_ENGINE_SQLITE, name, 100, false);
+    g_sqlite_memory = false;
     load(e, 0, i + 1, i + 1);
     TM_ASSERT_OK(tm_sql_catalog_add(cat, e, &err), &err);
     TM_ASSERT_RC(tm_sql_catalog_add(cat, e, &err), TM_ECONFLICT);
