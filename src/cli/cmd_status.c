@@ -72,11 +72,12 @@ static const char *str_or(json_t *o, const char *key, const char *dflt) {
 
 static int print_table(json_t *arr) {
   static const char *const names[] = {"NAME", "STATUS", "ROWS", "HIGH-WATER MARK",
-                                      "SAVED SNAPSHOT", "LAST REFRESH", "LAST ERROR"};
+                                      "SAVED SNAPSHOT", "LAST FALLBACK", "LAST REFRESH",
+                                      "LAST ERROR"};
   tm_out out;
   tm_error err;
   tm_error_init(&err);
-  int rc = tm_out_begin(&out, TM_OUT_TABLE, names, 7, tm_out_file_sink, stdout, &err);
+  int rc = tm_out_begin(&out, TM_OUT_TABLE, names, 8, tm_out_file_sink, stdout, &err);
   for (size_t i = 0; rc == TM_OK && i < json_array_size(arr); i++) {
     json_t *o = json_array_get(arr, i);
     char rows[32] = "-", snap[32] = "-", last[256] = "-";
@@ -97,12 +98,13 @@ static int print_table(json_t *arr) {
       snprintf(last, sizeof last, "federated (no acceleration)");
     }
     json_t *le = json_object_get(o, "last_error");
-    const char *cells[7] = {str_or(o, "name", "?"), str_or(o, "status", "?"), rows,
-                            str_or(o, "high_water_mark", "-"), snap, last,
+    const char *cells[8] = {str_or(o, "name", "?"), str_or(o, "status", "?"), rows,
+                            str_or(o, "high_water_mark", "-"), snap,
+                            str_or(o, "last_fallback_reason", "-"), last,
                             json_is_object(le) ? str_or(le, "message", "-") : "-"};
-    size_t lens[7];
-    tm_cell_kind kinds[7];
-    for (int k = 0; k < 7; k++) {
+    size_t lens[8];
+    tm_cell_kind kinds[8];
+    for (int k = 0; k < 8; k++) {
       lens[k] = strlen(cells[k]);
       kinds[k] = (k == 2 || k == 4) && cells[k][0] != '-' ? TM_CELL_NUMBER : TM_CELL_TEXT;
     }

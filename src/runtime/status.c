@@ -151,6 +151,10 @@ json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *statu
   json_object_set_new(o, "high_water_mark", has_hwm ? json_string(hwm) : json_null());
   json_object_set_new(o, "saved_snapshot_id",
                       int_or_null(info.has_saved_snapshot, info.saved_snapshot));
+  /* The reason of the most recent fallback (SPEC B6), kept across restarts in
+   * the state map; null when the dataset never fell back. */
+  json_object_set_new(o, "last_fallback_reason",
+                      info.last_fallback[0] ? json_string(info.last_fallback) : json_null());
   json_object_set_new(o, "last_refresh", last_refresh_json(&info));
   if (info.last_error[0]) {
     json_t *le = json_object();

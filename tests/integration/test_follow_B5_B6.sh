@@ -25,6 +25,12 @@ ice_append wh/events "3,2026-11-30T10:00:02Z,c"
 tm refresh -c tm.yaml >out 2>err
 assert_contains "$(cat out)" "events: +1 rows via time (fallback: snapshot_not_ancestor)"
 assert_contains "$(cat err)" "WARN  [events] append refresh reads by time instead of following snapshots: snapshot_not_ancestor"
+# `tidemark status` shows the saved snapshot and the last fallback (issue 7).
+cur=$(tm iceberg history wh/events --format csv | tr -d '\r' | awk -F, '$NF == "true" { print $1 }')
+st=$(tm status -c tm.yaml --format json)   # (not through jq: it rounds 64-bit ids)
+assert_contains "$st" "\"saved_snapshot_id\": $cur"
+assert_contains "$st" '"last_fallback_reason": "snapshot_not_ancestor"'
+assert_contains "$(tm status -c tm.yaml)" "snapshot_not_ancestor"
 # Following resumes from the snapshot that refresh loaded.
 ice_append wh/events "4,2026-11-30T10:00:03Z,d"
 tm refresh -c tm.yaml >out 2>err

@@ -390,6 +390,22 @@ int tm_iceberg_locate_metadata(const tm_iceberg_io *io, const char *table_root, 
 int tm_iceberg_table_open(tm_iceberg_table **out, tm_iceberg_io *io,
                           const tm_iceberg_open_options *opts, tm_error *err) TM_WARN_UNUSED;
 /**
+ * Like tm_iceberg_table_open, for a table read before: when the current
+ * metadata file is the one prev was read from (same path, same bytes), sets
+ * *out to NULL and returns TM_OK without parsing it, so checking an
+ * unchanged table costs reading the metadata file and hashing it, not
+ * parsing it (SPEC B3). prev may be NULL.
+ */
+int tm_iceberg_table_reopen(tm_iceberg_table **out, const tm_iceberg_table *prev,
+                            tm_iceberg_io *io, const tm_iceberg_open_options *opts,
+                            tm_error *err) TM_WARN_UNUSED;
+/**
+ * Whether prev was made from this metadata JSON at this location (same
+ * bytes): a REST catalog's answer for an unchanged table. prev may be NULL.
+ */
+bool tm_iceberg_table_unchanged(const tm_iceberg_table *prev, const char *json, size_t len,
+                                const char *metadata_location);
+/**
  * A table from metadata JSON obtained elsewhere (a REST catalog):
  * metadata_location (may be NULL) is only recorded; remapping as opts says.
  */

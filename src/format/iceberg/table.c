@@ -14,6 +14,7 @@
 #include "format/iceberg/iceberg.h"
 #include "format/iceberg/iceberg_int.h"
 #include "util/alloc.h"
+#include "util/hash.h"
 
 #define HINT_LIMIT 4096
 
@@ -23,6 +24,8 @@ struct tm_iceberg_table {
   char *metadata_path;       /* owned, NULL for JSON given directly */
   char *root;                /* owned: where the location really is, or NULL */
   char *from_norm;           /* owned: normalised location prefix, or NULL */
+  size_t json_len;           /* the metadata JSON's length and hash: tm_iceberg_table_unchanged */
+  uint64_t json_hash;
 };
 
 /* ---- io helpers ------------------------------------------------------------ */
@@ -400,8 +403,22 @@ static char *root_of_metadata_file(const char *path) {
   return root;
 }
 
+static bool same_json(const tm_iceberg_table *prev, const char *path, const char *json,
+                      size_t len) {
+  if (!prev || !prev->metadata_path || !path || strcmp(prev->metadata_path, path) != 0)
+    return false;
+  return prev->json_len == len && prev->json_hash == tm_hash64(json, len, 0);
+}
+
 int tm_iceberg_table_open(tm_iceberg_table **out, tm_iceberg_io *io,
                           const tm_iceberg_open_options *opts, tm_error *err) {
+  return tm_iceberg_table_reopen(out, NULL, io, opts, err);
+}
+
+int tm_iceberg_table_reopen(tm_iceberg_table **out, const tm_iceberg_table *prev,
+                            tm_iceberg_io *io, const tm_iceberg_open_options *opts,
+                            tm_error *err) {
+  *out = NULL;
   tm_error local;
   if (!err) err = &local;
   tm_error_init(err);
@@ -425,12 +442,18 @@ int tm_iceberg_table_open(tm_iceberg_table **out, tm_iceberg_io *io,
       goto done;
     }
   }
+  if (same_json(prev, path, data, len)) { /* unchanged: nothing to parse */
+    rc = TM_OK;
+    goto done;
+  }
   t = tm_calloc(1, sizeof *t);
   if (!t) {
     rc = tm_error_nomem(err);
     goto done;
   }
   t->io = io;
+  t->json_len = len;
+  t->json_hash = tm_hash64(data, len, 0);
   TM_CHECK(tm_iceberg_metadata_parse(&t->meta, data, len, path, err));
   TM_CHECK(setup_remap(t, opts, root, err));
   t->metadata_path = path;
@@ -445,6 +468,11 @@ done:
   return rc;
 }
 
+bool tm_iceberg_table_unchanged(const tm_iceberg_table *prev, const char *json, size_t len,
+                                const char *metadata_location) {
+  return same_json(prev, metadata_location, json, len);
+}
+
 int tm_iceberg_table_from_json(tm_iceberg_table **out, tm_iceberg_io *io, const char *json,
                                size_t len, const char *metadata_location,
                                const tm_iceberg_open_options *opts, tm_error *err) {
@@ -452,6 +480,8 @@ int tm_iceberg_table_from_json(tm_iceberg_table **out, tm_iceberg_io *io, const 
   if (!t) return tm_error_nomem(err);
   int rc;
   t->io = io;
+  t->json_len = len;
+  t->json_hash = tm_hash64(json, len, 0);
   TM_CHECK(tm_iceberg_metadata_parse(&t->meta, json, len,
                                      metadata_location ? metadata_location : "table metadata",
                                      err));

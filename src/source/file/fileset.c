@@ -16,6 +16,7 @@
  * Scans prune whole files by partition values and last-modified time, prune
  * Parquet row groups by statistics, and filter rows exactly.
  */
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -556,6 +557,12 @@ static int fs_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
     base->stats.rows_read += raw.n_rows;
     char *fname = s->cur->key;
     rc = tm_source__conform(&fs->data_schema, &raw, &data, fname, err);
+    if (rc == TM_EINVALID) { /* name the file the schema came from, too */
+      char msg[sizeof err->message];
+      snprintf(msg, sizeof msg, "%s", err->message);
+      rc = tm_error_set(err, TM_EINVALID, "%s (the schema is the first file's: %s)", msg,
+                        fs->first_file);
+    }
     if (rc == TM_OK) rc = add_constants(s, &data, &full, err);
     if (rc == TM_OK)
       rc = tm_source__finish_batch(s->req.predicate, s->req.columns, s->req.n_columns, &full, out,

@@ -150,14 +150,20 @@ static int io_list(void *payload, const char *dir, tm_iceberg_list_fn fn, void *
 
 /* ---- describe ------------------------------------------------------------------- */
 
+/*
+ * Reads the table's current metadata into *out, or sets *out to NULL when it
+ * is the metadata s->table was made from (the table is unchanged: SPEC B3,
+ * and no JSON is parsed).
+ */
 static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
+  *out = NULL;
   tm_iceberg_open_options o = TM_ICEBERG_OPEN_OPTIONS_INIT;
   o.location_from = s->location_from;
   o.location_to = s->location_to;
   if (s->kind != ICE_REST) {
     o.table_root = s->root;
     o.metadata_location = s->metadata_location;
-    int rc = tm_iceberg_table_open(out, &s->io, &o, err);
+    int rc = tm_iceberg_table_reopen(out, s->table, &s->io, &o, err);
     if (rc == TM_ENOTFOUND || rc == TM_EIO)
       tm_error_prefix(err, "%s: the Iceberg table is unavailable", s->base.name);
     return rc == TM_ENOTFOUND || rc == TM_EIO ? TM_EUNAVAILABLE : rc;
@@ -173,7 +179,8 @@ static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
     ro.warehouse = tm_kv_get(&s->rest_params, "warehouse");
     rc = tm_iceberg_rest_load_table(&ro, prefix, ns, table, &rt, err);
   }
-  if (rc == TM_OK)
+  if (rc == TM_OK && !tm_iceberg_table_unchanged(s->table, rt.metadata_json, rt.metadata_len,
+                                                  rt.metadata_location))
     rc = tm_iceberg_table_from_json(out, &s->io, rt.metadata_json, rt.metadata_len,
                                     rt.metadata_location, &o, err);
   tm_iceberg_rest_table_dispose(&rt);
@@ -211,6 +218,7 @@ static int ice_describe(tm_source *src, tm_error *err) {
   ice_source *s = (ice_source *)src;
   tm_iceberg_table *t = NULL;
   TM_TRY(load_table(s, &t, err));
+  if (!t) return TM_OK; /* unchanged since the last describe: same schema and snapshots */
   tm_schema schema;
   tm_schema_init(&schema);
   const tm_iceberg_schema *cur = tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t));
