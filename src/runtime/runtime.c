@@ -261,6 +261,9 @@ void tm_runtime_stop(tm_runtime *rt) {
   tm_http_server_quiesce(rt->http);
   tm_http_server_quiesce(rt->metrics_http);
   tm_rt__sched_stop(rt);
+  /* Queries still running end now (their connections close), so that the
+   * HTTP threads can be joined without waiting for the query timeout. */
+  tm_rt__sessions_interrupt(rt);
   tm_http_server_free(rt->http);
   tm_http_server_free(rt->metrics_http);
   rt->http = rt->metrics_http = NULL;
@@ -273,6 +276,7 @@ void tm_runtime_free(tm_runtime *rt) {
   /* Sessions before the catalog, the catalog before the engines it lists. */
   for (size_t i = 0; i < rt->n_pool; i++) tm_sql_session_free(rt->pool[i]);
   tm_free(rt->pool);
+  tm_free(rt->active);
   tm_sql_catalog_free(rt->catalog);
   for (size_t i = 0; rt->ds && i < rt->n_ds; i++) {
     tm_rt_dataset *ds = &rt->ds[i];

@@ -69,6 +69,8 @@ struct tm_runtime {
   pthread_mutex_t pool_mu;      /* guards the idle session pool */
   tm_sql_session **pool;        /* owned idle sessions */
   size_t n_pool, cap_pool;
+  tm_sql_session **active;      /* sessions running a query (not owned), for shutdown */
+  size_t n_active, cap_active;
   tm_http_route routes[8];      /* the API's routes (body limits from opts) */
   size_t n_routes;
   tm_http_route metrics_routes[1];
@@ -133,7 +135,10 @@ void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep);
 
 /* ---- SQL sessions (query.c) ---------------------------------------------------------------- */
 
+/** A session for one query (from the pool or new); tracked until put back. */
 int tm_rt__session_take(tm_runtime *rt, tm_sql_session **out, tm_error *err) TM_WARN_UNUSED;
 void tm_rt__session_put(tm_runtime *rt, tm_sql_session *s);
+/** Interrupts every running query (shutdown): they end with TM_ECANCELLED. */
+void tm_rt__sessions_interrupt(tm_runtime *rt);
 
 #endif

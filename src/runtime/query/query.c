@@ -39,9 +39,26 @@
 int tm_rt__session_take(tm_runtime *rt, tm_sql_session **out, tm_error *err) {
   pthread_mutex_lock(&rt->pool_mu);
   tm_sql_session *s = rt->n_pool ? rt->pool[--rt->n_pool] : NULL;
+  /* Room to track it as active, so that a shutdown can interrupt it. */
+  if (rt->n_active == rt->cap_active) {
+    size_t cap = rt->cap_active ? rt->cap_active * 2 : 16;
+    tm_sql_session **p = tm_reallocarray(rt->active, cap, sizeof *p);
+    if (p) {
+      rt->active = p;
+      rt->cap_active = cap;
+    }
+  }
+  bool room = rt->n_active < rt->cap_active;
   pthread_mutex_unlock(&rt->pool_mu);
+  if (!room) {
+    if (s) tm_rt__session_put(rt, s);
+    return tm_error_nomem(err);
+  }
   if (!s) TM_TRY(tm_sql_session_new(&s, rt->catalog, err));
   tm_sql_session_set_timeout(s, rt->opts.query_timeout_ms);
+  pthread_mutex_lock(&rt->pool_mu);
+  if (rt->n_active < rt->cap_active) rt->active[rt->n_active++] = s;
+  pthread_mutex_unlock(&rt->pool_mu);
   *out = s;
   return TM_OK;
 }
@@ -49,6 +66,11 @@ int tm_rt__session_take(tm_runtime *rt, tm_sql_session **out, tm_error *err) {
 void tm_rt__session_put(tm_runtime *rt, tm_sql_session *s) {
   if (!s) return;
   pthread_mutex_lock(&rt->pool_mu);
+  for (size_t i = 0; i < rt->n_active; i++)
+    if (rt->active[i] == s) {
+      rt->active[i] = rt->active[--rt->n_active];
+      break;
+    }
   if (rt->n_pool < POOL_MAX_IDLE) {
     if (rt->n_pool == rt->cap_pool) {
       size_t cap = rt->cap_pool ? rt->cap_pool * 2 : 8;
@@ -65,6 +87,12 @@ void tm_rt__session_put(tm_runtime *rt, tm_sql_session *s) {
   }
   pthread_mutex_unlock(&rt->pool_mu);
   tm_sql_session_free(s);
+}
+
+void tm_rt__sessions_interrupt(tm_runtime *rt) {
+  pthread_mutex_lock(&rt->pool_mu);
+  for (size_t i = 0; i < rt->n_active; i++) tm_sql_session_interrupt(rt->active[i]);
+  pthread_mutex_unlock(&rt->pool_mu);
 }
 
 /* ---- content negotiation --------------------------------------------------------------------- */
@@ -227,6 +255,13 @@ static unsigned status_for(int rc) {
 
 void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep) {
   tm_runtime *rt = app;
+  pthread_mutex_lock(&rt->mu);
+  bool stopping = rt->stopping;
+  pthread_mutex_unlock(&rt->mu);
+  if (stopping) {
+    tm_http_reply_message(rep, 503, "the runtime is shutting down");
+    return;
+  }
   const media *m = negotiate(tm_http_header(req, MHD_HTTP_HEADER_ACCEPT));
   if (!m) {
     tm_http_reply_message(rep, 406,
