@@ -68,10 +68,9 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     return tm_cli_usage_error(cmd, "bad --format '%s' (allowed: table, csv, json)", fmt);
   const char *query = args->n_positional ? args->positional[0] : NULL;
   const char *url = tm_cli_get(cmd, args, "url");
-  /* Neither -c nor --url: a server running at the default address answers
-   * (it holds the accelerations; cayenne's are locked to it). */
-  if (!url && query && !tm_cli_get(cmd, args, "config") &&
-      tm_cli_server_reachable("http://" TM_RUNTIME_DEFAULT_HTTP))
+  /* Neither -c nor --url, and no config here: a server running at the
+   * default address answers (it holds the accelerations). */
+  if (!url && query && !tm_cli_get(cmd, args, "config") && tm_cli_use_default_server())
     url = "http://" TM_RUNTIME_DEFAULT_HTTP;
   if (url) {
     if (!query) return tm_cli_usage_error(cmd, "--url needs a QUERY");
@@ -141,8 +140,8 @@ const tm_cli_cmd tm_cli_cmd_sql = {
     "run SQL over the accelerations",
     "tidemark sql [-c FILE | --url URL] [QUERY] [--format table|csv|json]",
     "Runs a read-only SQL query (SQLite dialect) over the datasets of the config, or of a\n"
-    "running server with --url. With neither -c nor --url, a server answering at\n"
-    "http://" TM_RUNTIME_DEFAULT_HTTP " runs it, else the config in the current folder.\n"
+    "running server with --url. With neither, the config in the current folder, or if\n"
+    "there is none, the server at http://" TM_RUNTIME_DEFAULT_HTTP ".\n"
     "Without QUERY on a terminal, starts a REPL (.quit ends it).\n"
     "Writes, ATTACH, PRAGMA changes and extension loading are refused (SPEC D4).",
     k_opts,

@@ -2,8 +2,9 @@
  * cmd_status.c - `tidemark status`: datasets and their refresh state (cli
  * layer; SPEC 1.2).
  *
- * With --url (or, given neither --url nor -c, when a server answers at the
- * default address) it asks a running server; with -c it opens the config's
+ * With --url (or, given neither --url nor -c, when the current folder has no
+ * config and a server answers at the default address) it asks a running
+ * server; with -c (or the config in the current folder) it opens the config's
  * accelerations in this process and shows what a server starting now would
  * report. Both print the documents of runtime/status.h, as a table or as
  * JSON (--format json).
@@ -131,7 +132,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   json_t *arr;
   if (url) arr = tm_cli_status_remote(url, key, &code);
   else if (config) arr = status_local(config, &code);
-  else if (tm_cli_server_reachable(DEFAULT_URL)) arr = tm_cli_status_remote(DEFAULT_URL, key, &code);
+  else if (tm_cli_use_default_server()) arr = tm_cli_status_remote(DEFAULT_URL, key, &code);
   else arr = status_local(NULL, &code);
   if (!arr) return code != TM_EXIT_OK ? code : TM_EXIT_FAILURE;
   if (json) {
@@ -153,8 +154,8 @@ const tm_cli_cmd tm_cli_cmd_status = {
     "Shows every dataset with its status, rows, high-water mark, saved Iceberg snapshot,\n"
     "last refresh and last error. --url asks a running server; -c reads the config's\n"
     "accelerations in this process (what a server starting now would report). With\n"
-    "neither, the server at " DEFAULT_URL " if one answers, else the config in the\n"
-    "current folder.",
+    "neither, the config in the current folder, or if there is none, the server at\n"
+    DEFAULT_URL ".",
     k_opts,
     0,
     run};

@@ -19,6 +19,8 @@
 #include "cli/cli.h"
 #include "cli/remote.h"
 #include "format/arrow/render.h"
+#include "runtime/config/config.h"
+#include "runtime/runtime.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 
@@ -253,4 +255,14 @@ bool tm_cli_server_reachable(const char *url) {
   tm_free(u);
   curl_easy_cleanup(curl);
   return ok;
+}
+
+bool tm_cli_use_default_server(void) {
+  char *path = NULL;
+  tm_error err;
+  if (tm_config_default_path(&path, &err) == TM_OK) {
+    tm_free(path);
+    return false; /* a config here: it is what the user means */
+  }
+  return tm_cli_server_reachable("http://" TM_RUNTIME_DEFAULT_HTTP);
 }

@@ -23,5 +23,11 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
 json_t *tm_cli_status_remote(const char *url, const char *api_key, int *code);
 /** Whether GET /health answers at url. */
 bool tm_cli_server_reachable(const char *url);
+/**
+ * For `tidemark sql|status` given neither -c nor --url: true when the
+ * current folder has no config file (tidemark.yaml, spicepod.yaml) and a
+ * server answers at the default address, which then answers the command.
+ */
+bool tm_cli_use_default_server(void);
 
 #endif
