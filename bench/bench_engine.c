@@ -175,13 +175,15 @@ static void run_engine(const engine_run *er, const tm_batch *batches, size_t n_b
   if (tm_engine_begin(e, TM_TXN_APPEND, &t, &err) != TM_OK) die("begin", &err);
   for (size_t i = 0; i < n_batches; i++)
     if (tm_engine_txn_write(t, &batches[i], &err) != TM_OK) die("write", &err);
+  double write_secs = seconds_since(t0);
   tm_engine_commit_info info;
   if (tm_engine_txn_commit(t, NULL, &info, &err) != TM_OK) die("commit", &err);
   double secs = seconds_since(t0), cpu = cpu_seconds() - c0;
   uint64_t size = 0;
   if (tm_engine_size_bytes(e, &size, &err) != TM_OK) die("size", &err);
-  printf("%-14s ingest %lld rows in %.2f s: %.2f M rows/s (CPU %.2f s; %lld segments, %.0f MB)\n",
-         er->name, (long long)rows, secs, (double)rows / secs / 1e6, cpu,
+  printf("%-14s ingest %lld rows in %.2f s: %.2f M rows/s (writes %.2f s + commit %.2f s; CPU %.2f s; "
+         "%lld segments, %.0f MB)\n",
+         er->name, (long long)rows, secs, (double)rows / secs / 1e6, write_secs, secs - write_secs, cpu,
          (long long)info.segments_written, (double)size / 1e6);
   printf("RESULT %s ingest_rows_per_s %.0f\n", er->name, (double)rows / secs);
   printf("RESULT %s ingest_cpu_s %.3f\n", er->name, cpu);
