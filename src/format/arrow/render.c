@@ -183,10 +183,46 @@ static int put_csv_field(tm_buf *b, const char *s, size_t len, tm_error *err) {
   return tm_buf_putc(b, '"', err);
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at s (1..4 bytes, within avail),
+ * or 0 when the bytes there are not one: a stray continuation byte, a
+ * truncated sequence, an overlong form, a surrogate or a code point past
+ * U+10FFFF.
+ */
+static size_t utf8_len(const unsigned char *s, size_t avail) {
+  if (s[0] < 0x80) return 1;
+  size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+  if (n == 0 || n > avail || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
+  uint32_t cp = s[0] & (0x7Fu >> n);
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3Fu);
+  }
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+
+/*
+ * Appends s as a JSON string. JSON text is UTF-8 (RFC 8259), and SQLite text
+ * need not be (CAST(x'ff' AS TEXT)): each byte that does not start a
+ * well-formed sequence becomes U+FFFD, so that the document always parses.
+ */
 static int put_json_string(tm_buf *b, const char *s, size_t len, tm_error *err) {
   TM_TRY(tm_buf_putc(b, '"', err));
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80) {
+      size_t n = utf8_len((const unsigned char *)s + i, len - i);
+      if (n == 0) {
+        TM_TRY(tm_buf_puts(b, "\\ufffd", err));
+      } else {
+        TM_TRY(tm_buf_append(b, s + i, n, err));
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': TM_TRY(tm_buf_puts(b, "\\\"", err)); break;
       case '\\': TM_TRY(tm_buf_puts(b, "\\\\", err)); break;

@@ -40,7 +40,9 @@ typedef struct tm_http_server tm_http_server;
 
 /** One request, as a handler sees it. */
 typedef struct tm_http_request {
-  struct MHD_Connection *conn;    /* for headers (tm_http_header) */
+  struct MHD_Connection *conn;    /* for headers (tm_http_header); NULL under tm_http_serve */
+  const char *const *headers;     /* tm_http_serve: name, value pairs (borrowed) */
+  size_t n_headers;               /* pairs in headers */
   const char *method;             /* "GET", "POST", ... (HEAD is served as GET) */
   const char *path;               /* decoded path, without the query string */
   const struct tm_http_route *route;
@@ -107,6 +109,23 @@ int tm_http_server_port(const tm_http_server *s);
 void tm_http_server_quiesce(tm_http_server *s);
 /** Stops (closing open connections) and frees. NULL is a no-op. */
 void tm_http_server_free(tm_http_server *s);
+
+/**
+ * Serves one request without a connection, through the same route matching,
+ * API key check, body limits, handler and request counting as the server
+ * (o's routes, n_routes, api_key, app and requests are used). For tests and
+ * fuzzing: the request is method and path (decoded, without the query
+ * string, as libmicrohttpd hands them over), headers as n_headers name, value
+ * pairs and the whole body. Where the server would close the connection (a
+ * body over the limit that Content-Length did not announce), the reply is 413.
+ * rep is initialised by this call; release it with tm_http_reply_dispose. A
+ * streamed response a handler built is left in rep->response, unread.
+ */
+void tm_http_serve(tm_http_reply *rep, const tm_http_server_options *o, const char *method,
+                   const char *path, const char *const *headers, size_t n_headers,
+                   const char *body, size_t body_len);
+/** Releases a reply's body and unqueued response. */
+void tm_http_reply_dispose(tm_http_reply *r);
 
 /** A request header (case-insensitive name), or NULL. Valid during the request. */
 const char *tm_http_header(tm_http_request *req, const char *name);

@@ -150,7 +150,10 @@ bool tm_http_key_equal(const char *offered, size_t offered_len, const char *expe
 }
 
 const char *tm_http_header(tm_http_request *req, const char *name) {
-  return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+  if (req->conn) return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+  for (size_t i = 0; i < req->n_headers; i++)
+    if (strcasecmp(req->headers[2 * i], name) == 0) return req->headers[2 * i + 1];
+  return NULL;
 }
 
 /* ---- routing --------------------------------------------------------------------------------- */
@@ -182,14 +185,14 @@ static bool match(const char *pattern, const char *path, char *param, size_t cap
 }
 
 /* The route for (method, path); *path_known says whether any route has the path. */
-static const tm_http_route *find_route(const tm_http_server *s, const char *method,
+static const tm_http_route *find_route(const tm_http_server_options *o, const char *method,
                                        const char *path, char *param, bool *path_known,
                                        const char **allow) {
   *path_known = false;
   *allow = NULL;
   bool head = strcmp(method, "HEAD") == 0;
-  for (size_t i = 0; i < s->o.n_routes; i++) {
-    const tm_http_route *r = &s->o.routes[i];
+  for (size_t i = 0; i < o->n_routes; i++) {
+    const tm_http_route *r = &o->routes[i];
     if (!match(r->pattern, path, param, TM_HTTP_PARAM_MAX)) continue;
     *path_known = true;
     *allow = strcmp(r->method, "GET") == 0 ? "GET, HEAD" : r->method;
@@ -205,18 +208,18 @@ static const char *method_label(const char *m) {
   return "OTHER";
 }
 
-/* Whether the request carries the API key (D4). */
-static bool authorized(const tm_http_server *s, tm_http_request *req) {
-  if (!s->api_key) return true;
+/* Whether the request carries the API key (D4); api_key NULL or "": none needed. */
+static bool authorized(const char *api_key, tm_http_request *req) {
+  if (!api_key || !*api_key) return true;
   const char *k = tm_http_header(req, "X-API-Key");
-  if (k && tm_http_key_equal(k, strlen(k), s->api_key)) return true;
+  if (k && tm_http_key_equal(k, strlen(k), api_key)) return true;
   const char *a = tm_http_header(req, "Authorization");
   if (a && strncasecmp(a, "Bearer ", 7) == 0) {
     const char *t = a + 7;
     while (*t == ' ') t++;
     size_t n = strlen(t);
     while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
-    if (tm_http_key_equal(t, n, s->api_key)) return true;
+    if (tm_http_key_equal(t, n, api_key)) return true;
   }
   return false;
 }
@@ -227,10 +230,24 @@ static void reply_init(tm_http_reply *r) {
   r->status = 200;
 }
 
-static void reply_dispose(tm_http_reply *r) {
+void tm_http_reply_dispose(tm_http_reply *r) {
   if (r->response) MHD_destroy_response(r->response);
   r->response = NULL;
   tm_buf_dispose(&r->body);
+}
+
+/* Counts a reply in http_requests{method,path,status} and logs it at debug level. */
+static void count_reply(tm_metric *requests, const tm_http_request *req, unsigned status) {
+  if (requests) {
+    char label[8];
+    snprintf(label, sizeof label, "%u", status);
+    const char *labels[] = {method_label(req->method), req->route ? req->route->pattern : "unmatched",
+                            label};
+    tm_metric_add(requests, labels, 1);
+  }
+  if (tm_log_enabled(TM_LOG_DEBUG))
+    tm_log(TM_LOG_DEBUG, NULL, "%s %s %u (%.1f ms)", req->method, req->path, status,
+           (double)(tm_monotonic_ns() - req->t0_ns) / 1e6);
 }
 
 /* Queues the reply and counts it; the reply is disposed. */
@@ -241,13 +258,13 @@ static enum MHD_Result respond(tm_http_server *s, tm_http_request *req, tm_http_
     size_t len = 0;
     char *body = tm_buf_take(&rep->body, &len);
     if (!body) {
-      reply_dispose(rep);
+      tm_http_reply_dispose(rep);
       return MHD_NO;
     }
     resp = MHD_create_response_from_buffer_with_free_callback(len, body, tm_free);
     if (!resp) {
       tm_free(body);
-      reply_dispose(rep);
+      tm_http_reply_dispose(rep);
       return MHD_NO;
     }
   }
@@ -257,30 +274,78 @@ static enum MHD_Result respond(tm_http_server *s, tm_http_request *req, tm_http_
   enum MHD_Result r = MHD_queue_response(req->conn, rep->status, resp);
   MHD_destroy_response(resp);
   req->responded = true;
-  if (s->o.requests) {
-    char status[8];
-    snprintf(status, sizeof status, "%u", rep->status);
-    const char *labels[] = {method_label(req->method), req->route ? req->route->pattern : "unmatched",
-                            status};
-    tm_metric_add(s->o.requests, labels, 1);
-  }
-  if (tm_log_enabled(TM_LOG_DEBUG))
-    tm_log(TM_LOG_DEBUG, NULL, "%s %s %u (%.1f ms)", req->method, req->path, rep->status,
-           (double)(tm_monotonic_ns() - req->t0_ns) / 1e6);
-  reply_dispose(rep);
+  count_reply(s->o.requests, req, rep->status);
+  tm_http_reply_dispose(rep);
   return r;
 }
 
-static enum MHD_Result reply_now(tm_http_server *s, tm_http_request *req, unsigned status,
-                                 const char *msg) {
-  tm_http_reply rep;
-  reply_init(&rep);
-  tm_http_reply_message(&rep, status, "%s", msg);
-  if (status == 401) {
-    rep.extra_header[0] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
-    rep.extra_header[1] = "Bearer";
+/*
+ * The checks made once the headers are in: the route, the API key and the
+ * body size Content-Length announces. Returns true when the request is
+ * answered now (404, 405, 401, 400, 413), with rep (initialised) filled;
+ * false when its body is to be read, with req->route set and req->body
+ * initialised to the route's limit.
+ */
+static bool admit(const tm_http_server_options *o, const char *api_key, tm_http_request *req,
+                  tm_http_reply *rep) {
+  bool known;
+  const char *allow;
+  req->route = find_route(o, req->method, req->path, req->param, &known, &allow);
+  if (!req->route) {
+    if (!known) {
+      tm_http_reply_message(rep, 404, "no such endpoint");
+      return true;
+    }
+    tm_http_reply_message(rep, 405, "method %s is not allowed here (allowed: %s)",
+                          method_label(req->method), allow);
+    rep->extra_header[0] = MHD_HTTP_HEADER_ALLOW;
+    rep->extra_header[1] = allow;
+    return true;
   }
-  return respond(s, req, &rep);
+  if (!req->route->public_route && !authorized(api_key, req)) {
+    tm_http_reply_message(
+        rep, 401, "an API key is required: send Authorization: Bearer KEY or X-API-Key: KEY");
+    rep->extra_header[0] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+    rep->extra_header[1] = "Bearer";
+    return true;
+  }
+  size_t limit = req->route->body_limit;
+  const char *cl = tm_http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  uint64_t announced = 0;
+  if (cl && tm_parse_uint64(cl, strlen(cl), &announced) == TM_OK && announced > limit) {
+    if (limit == 0)
+      tm_http_reply_message(rep, 400, "%s takes no request body", req->route->pattern);
+    else
+      tm_http_reply_message(rep, 413, "request body too large: %llu bytes (limit %zu)",
+                            (unsigned long long)announced, limit);
+    return true;
+  }
+  tm_buf_init(&req->body, limit);
+  return false;
+}
+
+void tm_http_serve(tm_http_reply *rep, const tm_http_server_options *o, const char *method,
+                   const char *path, const char *const *headers, size_t n_headers,
+                   const char *body, size_t body_len) {
+  tm_http_request req;
+  memset(&req, 0, sizeof req);
+  req.method = method;
+  req.path = path;
+  req.headers = headers;
+  req.n_headers = n_headers;
+  req.t0_ns = tm_monotonic_ns();
+  tm_buf_init(&req.body, 0);
+  reply_init(rep);
+  if (!admit(o, o->api_key, &req, rep)) {
+    tm_error err;
+    if (tm_buf_append(&req.body, body, body_len, &err) != TM_OK)
+      tm_http_reply_message(rep, 413, "request body too large: %zu bytes (limit %zu)", body_len,
+                            req.route->body_limit);
+    else
+      req.route->handler(o->app, &req, rep);
+  }
+  count_reply(o->requests, &req, rep->status);
+  tm_buf_dispose(&req.body);
 }
 
 /* ---- the access handler ------------------------------------------------------------------------ */
@@ -299,35 +364,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     req->method = method;
     req->path = url;
     req->t0_ns = tm_monotonic_ns();
-    bool known;
-    const char *allow;
-    req->route = find_route(s, method, url, req->param, &known, &allow);
-    if (!req->route) {
-      if (!known) return reply_now(s, req, 404, "no such endpoint");
-      tm_http_reply rep;
-      reply_init(&rep);
-      tm_http_reply_message(&rep, 405, "method %s is not allowed here (allowed: %s)",
-                            method_label(method), allow);
-      rep.extra_header[0] = MHD_HTTP_HEADER_ALLOW;
-      rep.extra_header[1] = allow;
-      return respond(s, req, &rep);
-    }
-    if (!req->route->public_route && !authorized(s, req))
-      return reply_now(s, req, 401,
-                       "an API key is required: send Authorization: Bearer KEY or X-API-Key: KEY");
-    size_t limit = req->route->body_limit;
-    const char *cl = tm_http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    uint64_t announced = 0;
-    if (cl && tm_parse_uint64(cl, strlen(cl), &announced) == TM_OK && announced > limit) {
-      char msg[160];
-      if (limit == 0)
-        snprintf(msg, sizeof msg, "%s takes no request body", req->route->pattern);
-      else
-        snprintf(msg, sizeof msg, "request body too large: %llu bytes (limit %zu)",
-                 (unsigned long long)announced, limit);
-      return reply_now(s, req, limit == 0 ? 400 : 413, msg);
-    }
-    tm_buf_init(&req->body, limit);
+    tm_http_reply rep;
+    reply_init(&rep);
+    if (admit(&s->o, s->api_key, req, &rep)) return respond(s, req, &rep);
+    tm_http_reply_dispose(&rep);
     return MHD_YES;
   }
   if (req->responded) {

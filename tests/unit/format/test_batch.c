@@ -222,3 +222,42 @@ TM_TEST(output_csv_json_table) {
     tm_buf_dispose(&b);
   }
 }
+
+/*
+ * JSON output is always UTF-8 (SPEC 1.3 /v1/sql, D2): SQLite text may hold any
+ * bytes (CAST(x'ff' AS TEXT)); every byte that does not start a well-formed
+ * sequence becomes U+FFFD, well-formed ones pass unchanged. Found by
+ * fuzz_sql_authorizer and fuzz_http_request.
+ */
+TM_TEST(output_json_replaces_invalid_utf8) {
+  tm_error err;
+  const char *names[] = {"c\xff"};
+  struct { const char *in; const char *want; } cases[] = {
+      {"\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80", "\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80"},
+      {"a\xff" "b", "a\\ufffdb"},
+      {"\x80\xbf", "\\ufffd\\ufffd"},                  /* stray continuation bytes */
+      {"x\xc3", "x\\ufffd"},                            /* truncated at the cell's end */
+      {"\xe2\x82", "\\ufffd\\ufffd"},                  /* truncated three-byte form */
+      {"\xc0\x80", "\\ufffd\\ufffd"},                  /* overlong NUL */
+      {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},      /* a surrogate */
+      {"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"}, /* past U+10FFFF */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int f = 0; f < 2; f++) {
+      tm_buf b = TM_BUF_INIT(1 << 20);
+      tm_out o;
+      const char *t[] = {cases[i].in};
+      size_t l[] = {strlen(cases[i].in)};
+      tm_cell_kind k[] = {TM_CELL_TEXT};
+      TM_ASSERT_OK(tm_out_begin(&o, f ? TM_OUT_JSONL : TM_OUT_JSON, names, 1, sink_buf, &b, &err),
+                   &err);
+      TM_ASSERT_OK(tm_out_row(&o, t, l, k, &err), &err);
+      TM_ASSERT_OK(tm_out_end(&o, &err), &err);
+      char want[128];
+      snprintf(want, sizeof want, f ? "{\"c\\ufffd\":\"%s\"}\n" : "[\n{\"c\\ufffd\":\"%s\"}\n]\n",
+               cases[i].want);
+      TM_ASSERT_STR_EQ(tm_buf_cstr(&b), want);
+      tm_buf_dispose(&b);
+    }
+  }
+}
