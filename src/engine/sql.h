@@ -5,16 +5,16 @@
  * SQLite connection (SQLite's dialect, SPEC section 3) in which every
  * dataset of its catalog is a table of its name:
  *
- *   sqlite engines    the engine's database, attached read-only in spirit
- *                     (the authorizer refuses writes) when a query first
- *                     names the table;
+ *   sqlite engines    the engine's database, attached with a read-only URI
+ *                     (SQLite attaches at most 10: beyond that, on demand,
+ *                     replacing the least recently used);
  *   cayenne, arrow    a virtual table (module "tidemark") that pushes =, <,
  *                     <=, >, >=, IS [NOT] NULL and IN down into the segment
  *                     scan (zone maps skip segments) and reads only the
  *                     columns the query uses.
  *
- * A statement pins one published snapshot per columnar dataset it reads, the
- * first time it reads it, and keeps it until the statement is freed, so it
+ * A statement pins one published snapshot per columnar dataset it reads, when
+ * it is planned (prepare), and keeps it until the statement is freed, so it
  * sees every dataset as of one commit even while refreshes and compactions
  * commit (SPEC C5). SQLite datasets get the same from WAL read transactions.
  *
