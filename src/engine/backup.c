@@ -47,6 +47,7 @@ static int sqlite_err(tm_error *err, sqlite3 *db, const char *what, const char *
 
 /* Opens an existing database without creating it; read-only in spirit. */
 static int open_existing(sqlite3 **out, const char *path, tm_error *err) {
+  tm_engine__sqlite_setup();
   sqlite3 *db = NULL;
   int src = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
   if (src != SQLITE_OK) {
@@ -70,7 +71,7 @@ static int open_existing(sqlite3 **out, const char *path, tm_error *err) {
 static int fsync_path(const char *path, tm_error *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return tm_error_set(err, TM_EIO, "%s: %s", path, strerror(errno));
-  int r = fsync(fd);
+  int r = tm_io_fsync(fd);
   int e = errno;
   close(fd);
   if (r != 0) return tm_error_set(err, TM_EIO, "%s: fsync: %s", path, strerror(e));

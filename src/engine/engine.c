@@ -286,12 +286,62 @@ tm_instant tm_engine__instant(const tm_type *t, tm_time_format f, const tm_value
 /* ---- dispatch ---------------------------------------------------------------- */
 
 /*
+ * SQLite allocates through tm_malloc (SQLITE_CONFIG_MALLOC), like the rest of
+ * the program: allocation-failure tests reach SQLite's own failure paths, and
+ * tm_alloc_live sees its blocks. Each block carries its size in a 16-byte
+ * header (SQLite asks for it; 16 keeps malloc's alignment).
+ */
+#define SQ_HEADER 16
+
+static void *sq_malloc(int n) {
+  char *p = tm_malloc((size_t)(n > 0 ? n : 1) + SQ_HEADER);
+  if (!p) return NULL;
+  int64_t size = n > 0 ? n : 1;
+  memcpy(p, &size, sizeof size);
+  return p + SQ_HEADER;
+}
+
+static void sq_free(void *p) {
+  if (p) tm_free((char *)p - SQ_HEADER);
+}
+
+static void *sq_realloc(void *p, int n) {
+  if (!p) return sq_malloc(n);
+  char *q = tm_realloc((char *)p - SQ_HEADER, (size_t)(n > 0 ? n : 1) + SQ_HEADER);
+  if (!q) return NULL;
+  int64_t size = n > 0 ? n : 1;
+  memcpy(q, &size, sizeof size);
+  return q + SQ_HEADER;
+}
+
+static int sq_size(void *p) {
+  if (!p) return 0;
+  int64_t size;
+  memcpy(&size, (char *)p - SQ_HEADER, sizeof size);
+  return (int)size;
+}
+
+static int sq_roundup(int n) { return (n + 7) & ~7; }
+static int sq_init(void *payload) {
+  (void)payload;
+  return SQLITE_OK;
+}
+static void sq_shutdown(void *payload) { (void)payload; }
+
+static const sqlite3_mem_methods k_sq_mem = {sq_malloc, sq_free,     sq_realloc, sq_size,
+                                             sq_roundup, sq_init, sq_shutdown, NULL};
+
+/*
  * SQLite's allocation statistics take a global mutex on every malloc; every
  * engine and session connection would serialize on it. Turned off once, before
- * SQLite initializes (later calls are refused by SQLite and harmless).
+ * SQLite initializes (later calls are refused by SQLite and harmless: a
+ * program that used SQLite first keeps SQLite's allocator).
  */
 static pthread_once_t g_sqlite_once = PTHREAD_ONCE_INIT;
-static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+static void sqlite_setup(void) {
+  sqlite3_config(SQLITE_CONFIG_MALLOC, &k_sq_mem);
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 void tm_engine__sqlite_setup(void) { pthread_once(&g_sqlite_once, sqlite_setup); }
 
 int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema,

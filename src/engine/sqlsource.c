@@ -572,6 +572,7 @@ int tm_sqlsource_new(tm_sqlsource **out, tm_source *src, const char *name, const
   tm_schema_init(&s->out);
   s->name = tm_strdup(name);
   int rc = s->name ? TM_OK : tm_error_nomem(err);
+  tm_engine__sqlite_setup();
   if (rc == TM_OK &&
       sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
     rc = tm_error_set(err, TM_ENOMEM, "cannot open an in-memory SQLite database");

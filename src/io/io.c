@@ -212,9 +212,8 @@ int tm_atomic_file_begin(tm_atomic_file *f, const char *path, tm_error *err) {
 int tm_atomic_file_write(tm_atomic_file *f, const void *data, size_t len, tm_error *err) {
   const char *p = data;
   while (len > 0) {
-    ssize_t n = write(f->fd, p, len);
+    ssize_t n = tm_io_write(f->fd, p, len);
     if (n < 0) {
-      if (errno == EINTR) continue;
       return tm_error_set(err, TM_EIO, "%s: write: %s", f->path, strerror(errno));
     }
     p += n;
@@ -226,7 +225,12 @@ int tm_atomic_file_write(tm_atomic_file *f, const void *data, size_t len, tm_err
 
 int tm_atomic_file_commit(tm_atomic_file *f, tm_error *err) {
   int rc = TM_OK;
-  if (fsync(f->fd) != 0) {
+  f->renamed = false;
+  /* Allocated first: once the rename is done, nothing may fail for lack of memory. */
+  char *dir = tm_path_dirname(f->path);
+  if (!dir) {
+    rc = tm_error_nomem(err);
+  } else if (tm_io_fsync(f->fd) != 0) {
     rc = tm_error_set(err, TM_EIO, "%s: fsync: %s", f->path, strerror(errno));
   } else if (close(f->fd) != 0) {
     f->fd = -1;
@@ -236,14 +240,13 @@ int tm_atomic_file_commit(tm_atomic_file *f, tm_error *err) {
     if (rename(f->tmp_path, f->path) != 0) {
       rc = tm_error_set(err, TM_EIO, "%s: rename: %s", f->path, strerror(errno));
     } else {
-      char *dir = tm_path_dirname(f->path);
-      if (!dir) rc = tm_error_nomem(err);
-      else rc = tm_fsync_dir(dir, err);
-      tm_free(dir);
+      f->renamed = true;
+      rc = tm_fsync_dir(dir, err);
       tm_free(f->tmp_path);
       f->tmp_path = NULL; /* nothing left to remove */
     }
   }
+  tm_free(dir);
   tm_atomic_file_abort(f);
   return rc;
 }
@@ -322,7 +325,7 @@ int tm_fsync_dir(const char *path, tm_error *err) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return tm_error_set(err, TM_EIO, "%s: %s", path, strerror(errno));
   int rc = TM_OK;
-  if (fsync(fd) != 0 && errno != EINVAL)
+  if (tm_io_fsync(fd) != 0 && errno != EINVAL)
     rc = tm_error_set(err, TM_EIO, "%s: fsync: %s", path, strerror(errno));
   close(fd);
   return rc;

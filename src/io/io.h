@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "util/error.h"
 
@@ -96,13 +97,21 @@ typedef struct tm_atomic_file {
   char *path;      /* owned: the final name */
   char *tmp_path;  /* owned: the temporary name */
   uint64_t written;
+  bool renamed;    /* set by commit once the new file has taken the final name */
 } tm_atomic_file;
 
 /** Creates a temporary file beside path. */
 int tm_atomic_file_begin(tm_atomic_file *f, const char *path, tm_error *err) TM_WARN_UNUSED;
 int tm_atomic_file_write(tm_atomic_file *f, const void *data, size_t len, tm_error *err)
     TM_WARN_UNUSED;
-/** fsync, rename over path, fsync the folder. The struct is disposed either way. */
+/**
+ * fsync, rename over path, fsync the folder. The struct is disposed either
+ * way. On an error, path still has its old content unless f->renamed is
+ * set: then only the folder fsync failed, so path shows the new content now
+ * but may show the old one after a crash (a caller that deletes files the
+ * old content names must keep them). Nothing fails for lack of memory after
+ * the rename.
+ */
 int tm_atomic_file_commit(tm_atomic_file *f, tm_error *err) TM_WARN_UNUSED;
 /** Removes the temporary file. Safe after commit or on a zeroed struct. */
 void tm_atomic_file_abort(tm_atomic_file *f);
@@ -112,6 +121,45 @@ int tm_write_file_atomic(const char *path, const void *data, size_t len, tm_erro
 /** Reads a whole (small) file into memory, at most limit bytes. *out: tm_free. */
 int tm_read_file(const char *path, size_t limit, char **out, size_t *len_out, tm_error *err)
     TM_WARN_UNUSED;
+
+/* ---- writing local files ------------------------------------------------ */
+
+/*
+ * Every write and sync of a local file the program makes goes through these
+ * (atomic files above, cayenne segments, backups), so that tests can make
+ * the N-th one fail (tm_io_fault_set). They behave as write(2), fsync(2) and
+ * fdatasync(2): -1 with errno set on failure; EINTR is retried inside.
+ */
+ssize_t tm_io_write(int fd, const void *buf, size_t len);
+int tm_io_fsync(int fd);
+int tm_io_fdatasync(int fd);
+
+/* ---- write fault injection (tests; issue 10) ----------------------------- */
+
+#define TM_IO_FAULT_WRITE 0x1u /* tm_io_write */
+#define TM_IO_FAULT_SYNC 0x2u  /* tm_io_fsync, tm_io_fdatasync (files and folders) */
+
+typedef struct tm_io_fault {
+  int version;      /* TM_IO_FAULT_VERSION */
+  unsigned ops;     /* TM_IO_FAULT_* mask of the calls counted */
+  int64_t nth;      /* the nth counted call fails (1: the next); 0: count only */
+  int error;        /* errno of a failed call; 0: ENOSPC */
+  bool short_write; /* a write hit as the nth stores half its bytes and returns that
+                       count instead of failing (what a filling disk does first) */
+  bool sticky;      /* every counted call after the nth fails too (a disk that stays full) */
+} tm_io_fault;
+
+#define TM_IO_FAULT_VERSION 1
+
+/**
+ * Installs f (copied; NULL turns injection and counting off) and resets the
+ * count. Process-wide and thread-safe: background writers are counted too.
+ */
+void tm_io_fault_set(const tm_io_fault *f);
+/** Counted calls since the last tm_io_fault_set. */
+int64_t tm_io_fault_count(void);
+/** Whether an injected failure (or short write) happened since the last tm_io_fault_set. */
+bool tm_io_fault_fired(void);
 
 /* ---- file-system helpers ------------------------------------------------ */
 

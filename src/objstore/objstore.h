@@ -327,6 +327,19 @@ char *tm_objstore_join(const char *prefix, const char *rel);
 int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char *url,
                          const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
 
+/**
+ * Test hook (fault injection, issue 10): when set, every store that
+ * tm_objstore_open_url opens is handed to fn with the URL, and fn may
+ * replace *store by another one, taking the original (for instance wrapping
+ * it in a fault store, fault/fault.h, or serving s3:// from a local folder).
+ * On an error fn must leave *store as it was (tm_objstore_open_url then
+ * frees it and fails). NULL removes the hook. Process-wide: set it before
+ * the sources or runtimes that should see it are opened.
+ */
+typedef int (*tm_objstore_open_hook_fn)(tm_objstore **store, const char *url, void *payload,
+                                        tm_error *err);
+void tm_objstore_set_open_hook(tm_objstore_open_hook_fn fn, void *payload);
+
 /** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, mem). */
 bool tm_objstore_url_supported(const char *url);
 

@@ -9,6 +9,7 @@
  * the prefix "events". A trailing '/' (file:/data/events/) roots the store at
  * the folder itself with an empty prefix.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "objstore/file/file.h"
@@ -87,8 +88,51 @@ static int split_bucket(const char *url, const char *rest, char **bucket_out, ch
   return TM_OK;
 }
 
+/* The test hook (tm_objstore_set_open_hook); both change together under g_hook_mu. */
+static pthread_mutex_t g_hook_mu = PTHREAD_MUTEX_INITIALIZER;
+static tm_objstore_open_hook_fn g_hook;
+static void *g_hook_payload;
+
+void tm_objstore_set_open_hook(tm_objstore_open_hook_fn fn, void *payload) {
+  pthread_mutex_lock(&g_hook_mu);
+  g_hook = fn;
+  g_hook_payload = payload;
+  pthread_mutex_unlock(&g_hook_mu);
+}
+
+/* Passes a freshly opened store through the hook; on failure frees it and the prefix. */
+static int run_hook(tm_objstore **store_out, char **prefix_out, const char *url, tm_error *err) {
+  pthread_mutex_lock(&g_hook_mu);
+  tm_objstore_open_hook_fn fn = g_hook;
+  void *payload = g_hook_payload;
+  pthread_mutex_unlock(&g_hook_mu);
+  if (!fn) return TM_OK;
+  int rc = fn(store_out, url, payload, err);
+  if (rc < 0) {
+    tm_objstore_free(*store_out);
+    tm_free(*prefix_out);
+    *store_out = NULL;
+    *prefix_out = NULL;
+  }
+  return rc;
+}
+
+static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
+                    const tm_kv *params, tm_error *err);
+
 int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char *url,
                          const tm_kv *params, tm_error *err) {
+  tm_objstore *store = NULL;
+  char *prefix = NULL;
+  TM_TRY(open_url(&store, &prefix, url, params, err));
+  TM_TRY(run_hook(&store, &prefix, url, err));
+  *store_out = store;
+  *prefix_out = prefix;
+  return TM_OK;
+}
+
+static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
+                    const tm_kv *params, tm_error *err) {
   if (!url || !*url) return tm_error_set(err, TM_EINVALID, "empty object-store URL");
   const char *rest;
   if ((rest = after_scheme(url, "file:")) != NULL)

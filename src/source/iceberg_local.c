@@ -55,11 +55,8 @@ static int local_list(void *payload, const char *dir, tm_iceberg_list_fn fn, voi
 static int write_all(int fd, const void *data, size_t len) {
   const char *p = data;
   while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
+    ssize_t n = tm_io_write(fd, p, len);
+    if (n < 0) return -1;
     p += n;
     len -= (size_t)n;
   }
@@ -80,7 +77,7 @@ static int write_exclusive(const char *path, const void *data, size_t len, tm_er
     rc = tm_error_set(err, TM_EIO, "%s: %s", tmp, strerror(errno));
     goto done;
   }
-  if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+  if (write_all(fd, data, len) < 0 || tm_io_fsync(fd) < 0) {
     rc = tm_error_set(err, TM_EIO, "%s: %s", tmp, strerror(errno));
     close(fd);
     unlink(tmp);

@@ -129,7 +129,10 @@ int tm_source__conform(const tm_schema *want, tm_batch *in, tm_batch *out,
                        const char *file_name, tm_error *err) {
   size_t n = want->n_cols;
   struct ArrowArray *cols = tm_calloc(n ? n : 1, sizeof *cols);
-  if (!cols) return tm_error_nomem(err);
+  if (!cols) {
+    tm_batch_release(in); /* taken either way */
+    return tm_error_nomem(err);
+  }
   int rc = TM_OK;
   for (size_t i = 0; i < n && rc == TM_OK; i++) {
     const tm_column *c = &want->cols[i];

@@ -17,6 +17,13 @@ static _Atomic int64_t g_count;     /* allocations since the last reset */
 static _Atomic int64_t g_fail_at;   /* 0: off; else fail when count reaches it */
 static _Atomic bool g_sticky;
 static _Atomic bool g_failed;
+static _Atomic int64_t g_live;      /* blocks handed out and not yet freed */
+
+/* Counts a block handed out (p non-NULL); returns p. */
+static void *live(void *p) {
+  if (p) atomic_fetch_add_explicit(&g_live, 1, memory_order_relaxed);
+  return p;
+}
 
 void tm_alloc_fail_at(int64_t n, bool sticky) {
   atomic_store(&g_count, 0);
@@ -27,6 +34,7 @@ void tm_alloc_fail_at(int64_t n, bool sticky) {
 
 int64_t tm_alloc_count(void) { return atomic_load(&g_count); }
 bool tm_alloc_failed(void) { return atomic_load(&g_failed); }
+int64_t tm_alloc_live(void) { return atomic_load(&g_live); }
 
 /* Returns true when this allocation must fail. */
 static bool inject(void) {
@@ -42,19 +50,20 @@ static bool inject(void) {
 
 void *tm_malloc(size_t n) {
   if (inject()) return NULL;
-  return malloc(n ? n : 1); /* lint-ok: the wrapper itself */
+  return live(malloc(n ? n : 1)); /* lint-ok: the wrapper itself */
 }
 
 void *tm_calloc(size_t n, size_t size) {
   size_t total;
   if (tm_mul_overflow(n, size, &total)) return NULL;
   if (inject()) return NULL;
-  return calloc(total ? total : 1, 1); /* lint-ok */
+  return live(calloc(total ? total : 1, 1)); /* lint-ok */
 }
 
 void *tm_realloc(void *p, size_t n) {
   if (inject()) return NULL;
-  return realloc(p, n ? n : 1); /* lint-ok */
+  void *q = realloc(p, n ? n : 1); /* lint-ok */
+  return p ? q : live(q);
 }
 
 void *tm_reallocarray(void *p, size_t n, size_t size) {
@@ -69,10 +78,13 @@ void *tm_aligned_alloc(size_t n) {
   size_t rounded = (n + 63) & ~(size_t)63;
   if (rounded < n) return NULL;
   if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0) return NULL;
-  return p;
+  return live(p);
 }
 
-void tm_free(void *p) { free(p); /* lint-ok */ }
+void tm_free(void *p) {
+  if (p) atomic_fetch_sub_explicit(&g_live, 1, memory_order_relaxed);
+  free(p); /* lint-ok */
+}
 
 char *tm_strdup(const char *s) {
   if (!s) return NULL;

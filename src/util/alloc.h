@@ -52,5 +52,11 @@ void tm_alloc_fail_at(int64_t n, bool sticky);
 int64_t tm_alloc_count(void);
 /** Whether an injected failure has fired since the last tm_alloc_fail_at(). */
 bool tm_alloc_failed(void);
+/**
+ * Blocks handed out by these wrappers and not yet passed to tm_free, process
+ * wide. Tests compare it before and after a piece of work to find leaks on
+ * the paths an injected failure takes (not reset by tm_alloc_fail_at).
+ */
+int64_t tm_alloc_live(void);
 
 #endif

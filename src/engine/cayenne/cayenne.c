@@ -59,6 +59,13 @@ typedef struct cay_store {
   bool closing;         /* no more jobs: the thread exits when the queue is empty */
   wjob **jobs;          /* owned; in seal order */
   size_t n_jobs, cap_jobs, next_job;
+  /*
+   * A publish failed after its MANIFEST took the name (only the folder fsync
+   * failed): the file on disk may name this transaction's segments, so the
+   * rollback must not unlink them. The next open removes what no manifest
+   * names. Reset by finish.
+   */
+  bool keep_files;
 } cay_store;
 
 static const tm_engine_vtable k_vtable;
@@ -254,7 +261,7 @@ static int cay_sync(tm_cengine *e, tm_error *err) {
     wjob *j = st->jobs[i];
     if (j->cancelled) continue;
     if (rc == TM_OK && j->rc < 0) rc = tm_error_copy(err, &j->err);
-    if (rc == TM_OK && j->fd >= 0 && fdatasync(j->fd) != 0)
+    if (rc == TM_OK && j->fd >= 0 && tm_io_fdatasync(j->fd) != 0)
       rc = tm_error_set(err, TM_EIO, "%s: segment %016llx: fdatasync: %s", st->dir,
                         (unsigned long long)j->id, strerror(errno));
     if (j->fd >= 0) close(j->fd);
@@ -278,7 +285,17 @@ static int cay_publish(tm_cengine *e, const tm_csnap *next, tm_error *err) {
   int rc = tm_cay_manifest_encode(&b, next, st->schema_text, st->options_text, e->next_seg_id, err);
   char *path = rc == TM_OK ? tm_path_join(st->dir, TM_CAY_MANIFEST) : NULL;
   if (rc == TM_OK && !path) rc = tm_error_nomem(err);
-  if (rc == TM_OK) rc = tm_write_file_atomic(path, b.ptr, b.len, err);
+  tm_atomic_file f;
+  if (rc == TM_OK) rc = tm_atomic_file_begin(&f, path, err);
+  if (rc == TM_OK) {
+    rc = tm_atomic_file_write(&f, b.ptr, b.len, err);
+    if (rc == TM_OK) {
+      rc = tm_atomic_file_commit(&f, err);
+      if (rc < 0 && f.renamed) st->keep_files = true;
+    } else {
+      tm_atomic_file_abort(&f);
+    }
+  }
   tm_free(path);
   tm_buf_dispose(&b);
   return rc;
@@ -295,6 +312,7 @@ static void cay_finish(tm_cengine *e) {
     tm_free(j);
   }
   st->n_jobs = st->next_job = 0;
+  st->keep_files = false;
 }
 
 static void cay_forget(tm_cengine *e, tm_cseg *seg) {
@@ -306,6 +324,7 @@ static void cay_forget(tm_cengine *e, tm_cseg *seg) {
     if (st->jobs[i]->id == seg->id) st->jobs[i]->cancelled = true;
   pthread_mutex_unlock(&st->mu);
   writer_join(st);
+  if (st->keep_files) return;
   char *path = seg_path(st->dir, seg->id);
   if (path) unlink(path); /* mapped readers keep their pages */
   tm_free(path);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine/cayenne/cayenne_int.h"
+#include "io/io.h"
 #include "util/alloc.h"
 #include "util/hash.h"
 
@@ -89,7 +90,7 @@ static int stage_flush(stager *w, bool final, tm_error *err) {
   }
   size_t done = 0;
   while (done < n) {
-    ssize_t r = write(w->fd, w->buf + done, n - done);
+    ssize_t r = tm_io_write(w->fd, w->buf + done, n - done);
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EINVAL && w->direct) {

@@ -218,16 +218,27 @@ static int w_map(ctxn *t, uint32_t slot, int32_t wi, tm_error *err) {
   return TM_OK;
 }
 
+/* Appends a working segment. Takes seg, base and del, also when it fails
+ * (then they are released). */
 static int w_push(ctxn *t, tm_cseg *seg, tm_cdel *base, roaring_bitmap_t *del, bool fresh,
                   tm_error *err) {
+  int rc = TM_OK;
   if (t->n_w == t->cap_w) {
     size_t cap = t->cap_w ? t->cap_w * 2 : 32;
     wseg *w = tm_reallocarray(t->w, cap, sizeof *w);
-    if (!w) return tm_error_nomem(err);
-    t->w = w;
-    t->cap_w = cap;
+    if (!w) rc = tm_error_nomem(err);
+    else {
+      t->w = w;
+      t->cap_w = cap;
+    }
   }
-  TM_TRY(w_map(t, seg->slot, (int32_t)t->n_w, err));
+  if (rc == TM_OK) rc = w_map(t, seg->slot, (int32_t)t->n_w, err);
+  if (rc < 0) {
+    tm_cseg_release(seg);
+    tm_cdel_release(base);
+    if (del) roaring_bitmap_free(del);
+    return rc;
+  }
   wseg *w = &t->w[t->n_w++];
   w->seg = seg;
   w->base = base;
@@ -494,9 +505,8 @@ static int seal(ctxn *t, tm_error *err) {
   t->info.bytes_written += seg->mem_bytes;
   int rc = w_push(t, seg, NULL, del, true, err);
   if (rc < 0) {
-    /* The segment is named by the slot; abort forgets it. */
-    if (del) roaring_bitmap_free(del);
-    tm_cseg_release(seg);
+    /* w_push released it. A file the store wrote for it is named by no
+     * manifest: the next open removes it. */
     e->slots[t->pend_slot] = NULL;
     return rc;
   }

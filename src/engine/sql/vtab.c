@@ -945,6 +945,7 @@ int tm_cvtab_where_rowids(tm_csnap *s, const char *where_sql, tm_vec *rowids, tm
   tm_buf sql = TM_BUF_INIT(1 << 24);
   char denied[TM_SQL_DENIED_MAX] = "";
   int rc = TM_OK;
+  tm_engine__sqlite_setup();
   if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
     rc = tm_error_nomem(err);
     goto done;

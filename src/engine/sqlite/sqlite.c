@@ -81,6 +81,22 @@ static const tm_engine_vtable k_vtable;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
+/*
+ * The errno behind SQLite's last I/O error, or 0: the connection's, else the
+ * last one of the database file, else of its WAL (where commits write).
+ */
+static int last_errno(sqlite3 *db) {
+  int e = sqlite3_system_errno(db);
+  if (e > 0) return e;
+  int v = 0;
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_LAST_ERRNO, &v) == SQLITE_OK && v > 0) return v;
+  sqlite3_file *j = NULL;
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &j) == SQLITE_OK && j &&
+      j->pMethods && j->pMethods->xFileControl(j, SQLITE_FCNTL_LAST_ERRNO, &v) == SQLITE_OK && v > 0)
+    return v;
+  return 0;
+}
+
 static int sql_error(tm_error *err, sqlite3 *db, const char *what, const char *name) {
   int code = sqlite3_errcode(db);
   int tc = code == SQLITE_NOMEM ? TM_ENOMEM
@@ -88,7 +104,14 @@ static int sql_error(tm_error *err, sqlite3 *db, const char *what, const char *n
            : (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) ? TM_ECORRUPT
            : (code == SQLITE_ERROR || code == SQLITE_AUTH || code == SQLITE_RANGE) ? TM_EINVALID
            : TM_EIO;
-  return tm_error_set(err, tc, "%s: %s: %s", name, what, sqlite3_errmsg(db));
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(db));
+  /* For I/O errors, the system's reason too ("File too large" under RLIMIT_FSIZE,
+   * where SQLite only says "disk I/O error"). */
+  int sys = (code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN)
+                ? last_errno(db) : 0;
+  if (sys > 0) return tm_error_set(err, tc, "%s: %s: %s (%s)", name, what, msg, strerror(sys));
+  return tm_error_set(err, tc, "%s: %s: %s", name, what, msg);
 }
 
 static int quote_ident(tm_buf *b, const char *name, const char *suffix, tm_error *err) {

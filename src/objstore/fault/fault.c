@@ -5,6 +5,7 @@
 #include "objstore/fault/fault.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,6 +26,8 @@ typedef struct fault_store {
   size_t n_rules;
   uint64_t seen[TM_FAULT_DELETE + 1]; /* per op; [0] = all */
   uint64_t fired;
+  tm_fault_op last_op;                /* of the last operation a rule hit */
+  char last_key[1025];                /* its key or list prefix */
 } fault_store;
 
 /* The decision for one operation: a copy of the rule that hit, if any. */
@@ -33,7 +36,7 @@ typedef struct decision {
   tm_fault_rule rule;
 } decision;
 
-static decision decide(fault_store *f, tm_fault_op op) {
+static decision decide(fault_store *f, tm_fault_op op, const char *key) {
   decision d = {false, {0}};
   pthread_mutex_lock(&f->lock);
   f->seen[0]++;
@@ -48,6 +51,8 @@ static decision decide(fault_store *f, tm_fault_op op) {
       d.hit = true;
       d.rule = r->rule;
       f->fired++;
+      f->last_op = op;
+      snprintf(f->last_key, sizeof f->last_key, "%s", key);
     }
   }
   pthread_mutex_unlock(&f->lock);
@@ -70,7 +75,7 @@ static int injected(tm_objstore *s, const tm_fault_rule *r, const char *what, co
 
 static int fault_stat(tm_objstore *s, const char *key, tm_obj_stat *out, tm_error *err) {
   fault_store *f = (fault_store *)s;
-  decision d = decide(f, TM_FAULT_STAT);
+  decision d = decide(f, TM_FAULT_STAT, key);
   if (d.hit && d.rule.action == TM_FAULT_FAIL) return injected(s, &d.rule, "stat", key, err);
   return tm_objstore_stat(f->inner, key, out, err);
 }
@@ -78,7 +83,7 @@ static int fault_stat(tm_objstore *s, const char *key, tm_obj_stat *out, tm_erro
 static int fault_list(tm_objstore *s, const char *prefix, tm_objstore_list_fn fn, void *payload,
                       tm_error *err) {
   fault_store *f = (fault_store *)s;
-  decision d = decide(f, TM_FAULT_LIST);
+  decision d = decide(f, TM_FAULT_LIST, prefix);
   if (d.hit && d.rule.action == TM_FAULT_FAIL) return injected(s, &d.rule, "list", prefix, err);
   return tm_objstore_list(f->inner, prefix, fn, payload, err);
 }
@@ -102,7 +107,7 @@ static int cut(const void *data, size_t len, void *payload, tm_error *err) {
 static int fault_get(tm_objstore *s, const char *key, uint64_t off, uint64_t len,
                      tm_objstore_sink_fn sink, void *payload, tm_error *err) {
   fault_store *f = (fault_store *)s;
-  decision d = decide(f, TM_FAULT_GET);
+  decision d = decide(f, TM_FAULT_GET, key);
   TM_OBJSTORE_COUNT(s, requests, 1);
   if (!d.hit) return tm_objstore_get(f->inner, key, off, len, sink, payload, err);
   cut_sink c = {sink, payload, d.rule.keep_bytes, 0};
@@ -151,7 +156,7 @@ static const tm_input_vtable k_short_vt = {TM_INPUT_VTABLE_VERSION, short_read_a
 static int fault_put(tm_objstore *s, const char *key, tm_input *body, unsigned flags,
                      tm_error *err) {
   fault_store *f = (fault_store *)s;
-  decision d = decide(f, TM_FAULT_PUT);
+  decision d = decide(f, TM_FAULT_PUT, key);
   TM_OBJSTORE_COUNT(s, requests, 1);
   if (d.hit && d.rule.action == TM_FAULT_FAIL) return injected(s, &d.rule, "write", key, err);
   if (!d.hit) return tm_objstore_put_input(f->inner, key, body, flags, err);
@@ -168,7 +173,7 @@ static int fault_put(tm_objstore *s, const char *key, tm_input *body, unsigned f
 
 static int fault_del(tm_objstore *s, const char *key, tm_error *err) {
   fault_store *f = (fault_store *)s;
-  decision d = decide(f, TM_FAULT_DELETE);
+  decision d = decide(f, TM_FAULT_DELETE, key);
   if (d.hit && d.rule.action == TM_FAULT_FAIL) return injected(s, &d.rule, "delete", key, err);
   return tm_objstore_delete(f->inner, key, err);
 }
@@ -249,4 +254,15 @@ uint64_t tm_objstore_fault_fired(tm_objstore *s) {
   uint64_t n = f->fired;
   pthread_mutex_unlock(&f->lock);
   return n;
+}
+
+tm_fault_op tm_objstore_fault_last_hit(tm_objstore *s, char *buf, size_t cap) {
+  fault_store *f = as_fault(s);
+  if (cap) buf[0] = '\0';
+  if (!f) return TM_FAULT_ANY;
+  pthread_mutex_lock(&f->lock);
+  tm_fault_op op = f->last_op;
+  if (cap) snprintf(buf, cap, "%s", f->last_key);
+  pthread_mutex_unlock(&f->lock);
+  return op;
 }

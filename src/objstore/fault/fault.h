@@ -59,5 +59,11 @@ void tm_objstore_fault_clear(tm_objstore *s);
 uint64_t tm_objstore_fault_seen(tm_objstore *s, tm_fault_op op);
 /** Operations a rule has hit since the store opened. */
 uint64_t tm_objstore_fault_fired(tm_objstore *s);
+/**
+ * The last operation a rule hit: its kind (TM_FAULT_ANY when none has) and
+ * its key (a list: its prefix) copied into buf, truncated to cap bytes; ""
+ * when none has. For tests that check an error names the faulty object.
+ */
+tm_fault_op tm_objstore_fault_last_hit(tm_objstore *s, char *buf, size_t cap);
 
 #endif

@@ -246,9 +246,8 @@ static int file_open_input(tm_objstore *s, const char *key, uint64_t size, tm_in
 
 static int write_all(int fd, const char *path, const char *p, size_t n, tm_error *err) {
   while (n > 0) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = tm_io_write(fd, p, n);
     if (w < 0) {
-      if (errno == EINTR) continue;
       return tm_error_set(err, TM_EIO, "%s: write: %s", path, strerror(errno));
     }
     p += w;
@@ -328,7 +327,7 @@ static int file_put(tm_objstore *s, const char *key, tm_input *body, unsigned fl
     goto done;
   }
   TM_CHECK(copy_body(s, fd, path, body, err));
-  if (fsync(fd) != 0) {
+  if (tm_io_fsync(fd) != 0) {
     rc = tm_error_set(err, TM_EIO, "%s: fsync: %s", tmp, strerror(errno));
     goto done;
   }

@@ -495,7 +495,10 @@ static int add_constants(fs_scan *s, tm_batch *data, tm_batch *out, tm_error *er
   const tm_schema *full = &s->fs->base.schema;
   size_t n = full->n_cols;
   struct ArrowArray *cols = tm_calloc(n ? n : 1, sizeof *cols);
-  if (!cols) return tm_error_nomem(err);
+  if (!cols) {
+    tm_batch_release(data); /* taken either way */
+    return tm_error_nomem(err);
+  }
   int rc = TM_OK;
   for (size_t i = 0; i < n && rc == TM_OK; i++) {
     if (i < data->schema.n_cols) {

@@ -155,3 +155,71 @@ TM_TEST(fault_rejects_bad_rules_and_other_stores) {
   TM_ASSERT_INT_EQ(tm_objstore_fault_seen(inner, TM_FAULT_ANY), 0);
   tm_objstore_free(s);
 }
+
+TM_TEST(fault_last_hit_names_the_object) {
+  tm_error err;
+  tm_objstore *s = new_fault(NULL);
+  char key[64];
+  TM_ASSERT_INT_EQ(tm_objstore_fault_last_hit(s, key, sizeof key), TM_FAULT_ANY);
+  TM_ASSERT_STR_EQ(key, "");
+  TM_ASSERT_OK(tm_objstore_put(s, "dir/a", "abc", 3, 0, &err), &err);
+  TM_ASSERT_OK(tm_objstore_put(s, "dir/b", "abc", 3, 0, &err), &err);
+  tm_fault_rule r = rule(TM_FAULT_GET, 2, TM_FAULT_FAIL);
+  TM_ASSERT_OK(tm_objstore_fault_add(s, &r, &err), &err);
+  char buf[8];
+  size_t n;
+  TM_ASSERT_OK(tm_objstore_read(s, "dir/a", 0, buf, 3, &n, &err), &err);
+  TM_ASSERT_RC(tm_objstore_read(s, "dir/b", 0, buf, 3, &n, &err), TM_EIO);
+  TM_ASSERT_INT_EQ(tm_objstore_fault_last_hit(s, key, sizeof key), TM_FAULT_GET);
+  TM_ASSERT_STR_EQ(key, "dir/b");
+  /* A list names its prefix; a short buffer truncates. */
+  tm_fault_rule l = rule(TM_FAULT_LIST, 1, TM_FAULT_FAIL);
+  TM_ASSERT_OK(tm_objstore_fault_add(s, &l, &err), &err);
+  tm_obj_list list;
+  tm_obj_list_init(&list);
+  TM_ASSERT_RC(tm_objstore_list_all(s, "dir/", 10, &list, &err), TM_EIO);
+  TM_ASSERT_INT_EQ(tm_objstore_fault_last_hit(s, key, 3), TM_FAULT_LIST);
+  TM_ASSERT_STR_EQ(key, "di");
+  tm_obj_list_dispose(&list);
+  tm_objstore_free(s);
+}
+
+/* The open hook wraps every store tm_objstore_open_url opens (fault tests of sources). */
+static int wrap_in_fault(tm_objstore **store, const char *url, void *payload, tm_error *err) {
+  int *calls = payload;
+  (*calls)++;
+  if (strstr(url, "refuse")) return tm_error_set(err, TM_EIO, "%s: refused by the hook", url);
+  tm_objstore *f = NULL;
+  TM_TRY(tm_objstore_fault_new(&f, *store, true, err));
+  *store = f;
+  return TM_OK;
+}
+
+TM_TEST(fault_open_hook_wraps_stores_opened_by_url) {
+  tm_error err;
+  int calls = 0;
+  tm_objstore_set_open_hook(wrap_in_fault, &calls);
+  tm_objstore *s = NULL;
+  char *prefix = NULL;
+  TM_ASSERT_OK(tm_objstore_open_url(&s, &prefix, "mem://b/p", NULL, &err), &err);
+  TM_ASSERT_STR_EQ(tm_objstore_scheme(s), "fault");
+  TM_ASSERT_STR_EQ(prefix, "p");
+  tm_fault_rule r = rule(TM_FAULT_PUT, 1, TM_FAULT_FAIL);
+  TM_ASSERT_OK(tm_objstore_fault_add(s, &r, &err), &err);
+  TM_ASSERT_RC(tm_objstore_put(s, "p/k", "x", 1, 0, &err), TM_EIO);
+  tm_objstore_free(s);
+  tm_free(prefix);
+  /* A hook error fails the open and frees what it opened (ASan would see a leak). */
+  s = NULL;
+  prefix = NULL;
+  TM_ASSERT_RC(tm_objstore_open_url(&s, &prefix, "mem://refuse", NULL, &err), TM_EIO);
+  TM_ASSERT_CONTAINS(err.message, "refused by the hook");
+  TM_ASSERT(s == NULL && prefix == NULL);
+  TM_ASSERT_INT_EQ(calls, 2);
+  tm_objstore_set_open_hook(NULL, NULL);
+  TM_ASSERT_OK(tm_objstore_open_url(&s, &prefix, "mem://b", NULL, &err), &err);
+  TM_ASSERT_STR_EQ(tm_objstore_scheme(s), "mem");
+  TM_ASSERT_INT_EQ(calls, 2);
+  tm_objstore_free(s);
+  tm_free(prefix);
+}
