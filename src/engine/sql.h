@@ -86,6 +86,16 @@ void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms);
 /** Cancels the running statement (TM_ECANCELLED). Thread-safe. */
 void tm_sql_session_interrupt(tm_sql_session *s);
 
+/* The largest string or blob one query may build or return, and the longest
+ * SQL text (SQLite's SQLITE_LIMIT_LENGTH). A single function call such as
+ * printf('%.*c', 1000000000, 'x') runs between two progress-handler ticks, so
+ * the time limit cannot stop it; this cap bounds its memory and time. Past
+ * it the query fails with "string or blob too big" (TM_EINVALID). */
+#define TM_SQL_VALUE_MAX ((int)(64 << 20))
+/** Lowers (or restores) the session's value cap; bytes is clamped to
+ * [1 KiB, TM_SQL_VALUE_MAX]. */
+void tm_sql_session_set_value_limit(tm_sql_session *s, int bytes);
+
 /* What the virtual tables of a session read (cumulative since the last reset). */
 typedef struct tm_sql_scan_stats {
   int64_t scans;            /* xFilter calls */

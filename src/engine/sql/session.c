@@ -217,6 +217,7 @@ int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
   sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
   sqlite3_busy_timeout(s->db, 5000);
   sqlite3_progress_handler(s->db, 4096, progress, s);
+  sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, TM_SQL_VALUE_MAX);
   int rc = tm_sql__vtab_register(s->db, &s->host, err);
   if (rc == TM_OK) rc = tm_sqlsource_register_federated(s->db, lookup_source, s, err);
   if (rc < 0) {
@@ -257,6 +258,12 @@ void tm_sql_session_free(tm_sql_session *s) {
 }
 
 void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms) { s->timeout_ms = ms; }
+
+void tm_sql_session_set_value_limit(tm_sql_session *s, int bytes) {
+  if (bytes < 1024) bytes = 1024;
+  if (bytes > TM_SQL_VALUE_MAX) bytes = TM_SQL_VALUE_MAX;
+  sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, bytes);
+}
 
 void tm_sql_session_interrupt(tm_sql_session *s) {
   __atomic_store_n(&s->interrupted, 1, __ATOMIC_RELEASE);

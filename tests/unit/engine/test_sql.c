@@ -584,6 +584,27 @@ TM_TEST(sql_catalog_follows_datasets) {
                             TM_OUT_CSV, buf_sink, &b, NULL, &err),
                TM_ETIMEOUT);
   tm_buf_dispose(&b);
+  /* One function call that builds a huge string runs between two ticks of the
+   * time limit: the value cap stops it (D4; found by fuzz_sql_authorizer). */
+  out = query(s, "SELECT length(printf('%.*c', 1000000000, 'x')) AS n, "
+                 "length(printf('%.*c', 100, 'x')) AS m", TM_OUT_CSV);
+  TM_ASSERT_STR_EQ(out, "n,m\r\n,100\r\n"); /* printf past the cap: NULL */
+  tm_free(out);
+  b = (tm_buf)TM_BUF_INIT(1 << 20);
+  TM_ASSERT_RC(tm_sql_query(s, "SELECT length(zeroblob(100000000))", TM_OUT_CSV, buf_sink, &b,
+                            NULL, &err),
+               TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "too big");
+  tm_buf_dispose(&b);
+  out = query(s, "SELECT length(printf('%.*c', 5000000, 'x')) AS n", TM_OUT_CSV);
+  TM_ASSERT_STR_EQ(out, "n\r\n5000000\r\n");
+  tm_free(out);
+  tm_sql_session_set_value_limit(s, 1 << 20);
+  b = (tm_buf)TM_BUF_INIT(1 << 20);
+  TM_ASSERT_RC(tm_sql_query(s, "SELECT length(zeroblob(5000000))", TM_OUT_CSV, buf_sink, &b,
+                            NULL, &err),
+               TM_EINVALID);
+  tm_buf_dispose(&b);
   tm_sql_session_free(s);
   tm_sql_catalog_free(cat);
   tm_engine_release(c);
