@@ -187,7 +187,16 @@ static int pool_take(sq_engine *e, sqlite3 **out, tm_error *err) {
   return TM_OK;
 }
 
+/*
+ * Returns a reader connection to the pool. One still inside a transaction (its
+ * COMMIT or ROLLBACK failed, e.g. for lack of memory) is closed instead, which
+ * ends the transaction: pooled, its next BEGIN would fail.
+ */
 static void pool_put(sq_engine *e, sqlite3 *db) {
+  if (!sqlite3_get_autocommit(db)) {
+    sqlite3_close(db);
+    return;
+  }
   pthread_mutex_lock(&e->mu);
   if (e->n_pool < POOL_MAX) {
     e->pool[e->n_pool++] = db;
@@ -565,6 +574,9 @@ static int sq_begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_e
   }
   t->base.engine = base;
   t->base.kind = kind;
+  /* A ROLLBACK that failed (for lack of memory) left the last write transaction
+   * open, uncommitted: end it before beginning this one. */
+  if (!sqlite3_get_autocommit(e->db)) sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
   TM_CHECK(exec(e->db, "BEGIN IMMEDIATE", e->file, err));
   TM_CHECK(read_count(e->db, &t->count_before, e->file, err));
   t->target_q = e->table_q;

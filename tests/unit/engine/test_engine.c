@@ -758,3 +758,38 @@ TM_TEST(engine_rejects_bad_options_and_batches) {
   }
   tm_schema_dispose(&s);
 }
+
+/*
+ * D1 with memory exhausted (issue 10): a snapshot released, or a transaction
+ * aborted, while every allocation fails cannot run its COMMIT or ROLLBACK.
+ * The connection must not stay inside that transaction: once memory is back,
+ * the next snapshot and the next transaction work and see the committed rows.
+ */
+TM_TEST(engine_d1_transactions_end_when_memory_runs_out) {
+  tm_error err;
+  for (size_t i = 0; i < N_CASES; i++) {
+    const engine_case *c = &k_cases[i];
+    open_params p = {false, NULL, "oom"};
+    tm_engine *e = open_engine(c, &p);
+    row rows[] = {{1, 10, "a"}, {2, 20, "b"}};
+    commit_rows(e, rows, 1, NULL);
+    for (int round = 0; round < 3; round++) {
+      tm_engine_snapshot *s = NULL;
+      TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
+      tm_engine_txn *t = NULL;
+      tm_batch b;
+      make_rows(&b, rows + 1, 1);
+      TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+      TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+      tm_batch_release(&b);
+      tm_alloc_fail_at(1, true);
+      tm_engine_snapshot_release(s);
+      tm_engine_txn_abort(t);
+      tm_alloc_fail_at(0, false);
+      ASSERT_DUMP(e, "1@10=a");
+    }
+    commit_rows(e, rows + 1, 1, NULL);
+    ASSERT_DUMP(e, "1@10=a;2@20=b");
+    tm_engine_release(e);
+  }
+}
