@@ -71,22 +71,30 @@ rows() {
 producer() {
   local k=1 next=1
   while [[ ! -e $T/stop-producer ]]; do
+    local t0
+    t0=$(date +%s%3N)
     rows "$T/batch.csv" "$next" 50 0
     tm iceberg append "$table" "$T/batch.csv" >/dev/null || { echo "append $k failed" >>"$out/producer-errors"; }
     next=$((next + 50))
+    # Separate tests, not elif: 120 is a multiple of 10 and of 15.
     if ((k % 10 == 0)); then
       local lo=$((next - 120))
       rows "$T/fix.csv" "$lo" 20 "$k"
       tm iceberg overwrite "$table" --where "id >= $lo AND id < $((lo + 20))" "$T/fix.csv" >/dev/null ||
         echo "overwrite $k failed" >>"$out/producer-errors"
-    elif ((k % 15 == 0)); then
+    fi
+    if ((k % 15 == 0)); then
       tm iceberg compact "$table" >/dev/null || echo "compact $k failed" >>"$out/producer-errors"
-    elif ((k % 120 == 0)); then
+    fi
+    if ((k % 120 == 0)); then
       tm iceberg expire "$table" --older-than 2m >/dev/null || echo "expire $k failed" >>"$out/producer-errors"
+      echo "$k" >>"$T/expiries"
     fi
     echo "$k" >"$T/rounds"
     k=$((k + 1))
-    sleep 1
+    # One round a second: sleep what is left of it (none when the round took longer).
+    local left=$((1000 - ($(date +%s%3N) - t0)))
+    ((left > 0)) && sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
   done
 }
 
@@ -146,6 +154,9 @@ assert_eq "$(tail -n +2 <<<"$BODY" | tr -d '\r')" "0" "rows in the acceleration 
 sql "SELECT count(*) - count(DISTINCT id) FROM events" -H 'Accept: text/csv'
 assert_eq "$(tail -n +2 <<<"$BODY" | tr -d '\r')" "0" "duplicate keys in the acceleration"
 rounds=$(cat "$T/rounds")
+expiries=$(wc -l <"$T/expiries" 2>/dev/null || echo 0)
+((rounds < 120 || expiries > 0)) || fail "$rounds rounds but no expiry ran"
+snapshots=$(($(tm iceberg history "$table" | wc -l) - 2)) # minus the header and the rule
 sql "SELECT count(*) FROM events" -H 'Accept: text/csv'; held=$(tail -n +2 <<<"$BODY" | tr -d '\r')
 
 ok=0 bad=0
@@ -165,7 +176,8 @@ read -r q_rss end_rss max_rss < <(awk -F, 'NR > 1 { s[++n] = $2; if ($2 > m) m =
 # (Only judged on long runs: a 30 s run under AddressSanitizer is still
 # filling its quarantine.)
 (( secs < 600 || end_rss <= q_rss * 5 / 4 + 16384 )) || fail "RSS grew: $q_rss kB at a quarter of the run, $end_rss kB at the end"
-echo "soak: $secs s, $rounds producer rounds, $refreshes refreshes, $retentions retention log lines;" \
+echo "soak: $secs s, $rounds producer rounds ($expiries expiries, $snapshots snapshots at the end)," \
+  "$refreshes refreshes, $retentions retention log lines;" \
   "$ok queries by $clients clients, 0 failed; acceleration $held rows (recent rows equal the table's);" \
   "RSS $((q_rss / 1024)) MB at 1/4, $((end_rss / 1024)) MB at the end, peak $((max_rss / 1024)) MB; log: 0 errors, $warns warnings" >&2
 echo ok
