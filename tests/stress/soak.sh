@@ -94,7 +94,7 @@ producer() {
     k=$((k + 1))
     # One round a second: sleep what is left of it (none when the round took longer).
     local left=$((1000 - ($(date +%s%3N) - t0)))
-    ((left > 0)) && sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
+    if ((left > 0)); then sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"; fi
   done
 }
 
