@@ -310,8 +310,8 @@ int tm_parquet__build_schema(tm_parquet_file *f, tm_error *err) {
     }
     if (e->num_children == 0) {
       if (e->type < 0) {
-        tm_free(path);
         rc = tm_error_set(err, TM_ECORRUPT, "column '%s' has no type", path);
+        tm_free(path);
         goto done;
       }
       tm_pq_leaf *lf = &f->leaves[leaf++];
