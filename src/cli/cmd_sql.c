@@ -103,15 +103,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     } else if (!d->has_acceleration || !d->acceleration.enabled) {
       /* Federated (C6): the table reads the source on every query. */
       tm_source_options so;
-      memset(&so, 0, sizeof so);
-      so.version = TM_SOURCE_OPTIONS_VERSION;
-      so.from = d->from;
-      so.name = d->name;
-      so.params = &d->params;
-      so.base_dir = cfg.dir;
-      so.time_column = d->time_column;
-      so.time_partition_column = d->time_partition_column;
-      so.time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
+      tm_accel_source_options(d, cfg.dir, &so);
       rc = tm_sql_catalog_add_source(cat, &so, &err);
     } else {
       tm_log(TM_LOG_WARN, d->name,

@@ -176,9 +176,7 @@ tm_engine *tm_accel_engine(tm_accel *a) {
   return e;
 }
 
-/* Engine options from the dataset definition. kv holds on_conflict. */
-static void engine_options(const tm_accel *a, tm_engine_options *o, tm_kv *on_conflict) {
-  const tm_dataset_def *d = a->def;
+void tm_accel_engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *on_conflict) {
   tm_engine_options_init(o);
   o->dataset = d->name;
   o->mode = d->acceleration.mode;
@@ -195,6 +193,18 @@ static void engine_options(const tm_accel *a, tm_engine_options *o, tm_kv *on_co
   o->on_conflict = on_conflict->len ? on_conflict : NULL;
   o->time_column = d->time_column;
   o->time_format = d->time_format;
+}
+
+void tm_accel_source_options(const tm_dataset_def *d, const char *base_dir, tm_source_options *so) {
+  memset(so, 0, sizeof *so);
+  so->version = TM_SOURCE_OPTIONS_VERSION;
+  so->from = d->from;
+  so->name = d->name;
+  so->params = &d->params;
+  so->base_dir = base_dir;
+  so->time_column = d->time_column;
+  so->time_partition_column = d->time_partition_column;
+  so->time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
 }
 
 static const char *time_column_name(const tm_dataset_def *d) { return d->time_column; }
@@ -217,15 +227,7 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
 
   if (rc == TM_OK) {
     tm_source_options so;
-    memset(&so, 0, sizeof so);
-    so.version = TM_SOURCE_OPTIONS_VERSION;
-    so.from = def->from;
-    so.name = def->name;
-    so.params = &def->params;
-    so.base_dir = a->base_dir;
-    so.time_column = def->time_column;
-    so.time_partition_column = def->time_partition_column;
-    so.time_column_is_text = def->time_format == TM_TIME_FORMAT_ISO8601;
+    tm_accel_source_options(def, a->base_dir, &so);
     rc = tm_source_open(&a->source, &so, err);
   }
   const tm_acceleration_def *acc = &def->acceleration;
@@ -235,7 +237,7 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
     tm_engine_options eo;
     tm_kv oc;
     tm_kv_init(&oc);
-    engine_options(a, &eo, &oc);
+    tm_accel_engine_options(a->def, &eo, &oc);
     tm_error e2;
     tm_error_init(&e2);
     int orc = tm_engine_open(&a->engine, acc->engine, NULL, &eo, &e2);
@@ -359,7 +361,7 @@ static int ensure_engine(run *r, bool *recreated) {
   tm_engine_options eo;
   tm_kv oc;
   tm_kv_init(&oc);
-  engine_options(a, &eo, &oc);
+  tm_accel_engine_options(a->def, &eo, &oc);
   *recreated = false;
   int rc = TM_OK;
   tm_engine *e = tm_accel_engine(a);

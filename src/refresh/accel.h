@@ -131,6 +131,17 @@ int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_err
 
 const tm_dataset_def *tm_accel_def(const tm_accel *a);
 /**
+ * Fills o with the engine options of dataset d: mode, path, primary key,
+ * time column, and on_conflict, whose rules go into oc (caller-owned, must
+ * outlive o; o->on_conflict points at it when it holds any).
+ */
+void tm_accel_engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *oc);
+/**
+ * Fills so with the source options of dataset d (from, params, time columns);
+ * relative paths resolve against base_dir. so borrows from d and base_dir.
+ */
+void tm_accel_source_options(const tm_dataset_def *d, const char *base_dir, tm_source_options *so);
+/**
  * The engine, with a reference the caller must release (tm_engine_release),
  * or NULL before the first load created it.
  */

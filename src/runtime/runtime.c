@@ -62,25 +62,6 @@ bool tm_runtime_ready(tm_runtime *rt) {
   return ready;
 }
 
-void tm_rt__engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *oc) {
-  tm_engine_options_init(o);
-  o->dataset = d->name;
-  o->mode = d->acceleration.mode;
-  o->path = d->data_path;
-  o->primary_key = (const char *const *)d->acceleration.primary_key;
-  o->n_primary_key = d->acceleration.n_primary_key;
-  for (size_t i = 0; i < d->acceleration.n_on_conflict; i++) {
-    tm_error err;
-    if (tm_kv_set(oc, d->acceleration.on_conflict[i].column,
-                  d->acceleration.on_conflict[i].rule == TM_ON_CONFLICT_UPSERT ? "upsert" : "drop",
-                  &err) != TM_OK)
-      break;
-  }
-  o->on_conflict = oc->len ? oc : NULL;
-  o->time_column = d->time_column;
-  o->time_format = d->time_format;
-}
-
 void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
   tm_accel *a = ds->accel;
   tm_engine *e = a ? tm_accel_engine(a) : NULL;

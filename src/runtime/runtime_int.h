@@ -90,8 +90,6 @@ tm_accel *tm_rt__accel(tm_runtime *rt, tm_rt_dataset *ds);
 const char *tm_rt__status_name(tm_runtime *rt, tm_rt_dataset *ds);
 /** Lists d's current engine in the SQL catalog (after a load or a schema change). */
 void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds);
-/** Engine options for a dataset (on_conflict goes into oc, which the caller disposes). */
-void tm_rt__engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *oc);
 
 /* ---- scheduler (scheduler.c) ------------------------------------------------------------ */
 

@@ -112,15 +112,7 @@ static int run_load(tm_runtime *rt, tm_rt_dataset *ds, tm_error *err) {
   if (!ds->accelerated) {
     /* Federated (C6): a table that reads the source on every query. */
     tm_source_options so;
-    memset(&so, 0, sizeof so);
-    so.version = TM_SOURCE_OPTIONS_VERSION;
-    so.from = d->from;
-    so.name = d->name;
-    so.params = &d->params;
-    so.base_dir = rt->cfg->dir;
-    so.time_column = d->time_column;
-    so.time_partition_column = d->time_partition_column;
-    so.time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
+    tm_accel_source_options(d, rt->cfg->dir, &so);
     int rc = tm_sql_catalog_add_source(rt->catalog, &so, err);
     if (rc != TM_OK) {
       tm_accel_free(a);

@@ -106,7 +106,7 @@ static void make_acceleration(const tm_dataset_def *d) {
   tm_engine_options eo;
   tm_kv oc;
   tm_kv_init(&oc);
-  tm_rt__engine_options(d, &eo, &oc);
+  tm_accel_engine_options(d, &eo, &oc);
   tm_engine *e = NULL;
   TM_ASSERT_OK(tm_engine_open(&e, d->acceleration.engine, &s, &eo, &err), &err);
   tm_batch_builder bb;
@@ -169,7 +169,7 @@ TM_TEST(bootstrap_restores_and_discards_iceberg_state) {
     tm_engine_options eo;
     tm_kv oc;
     tm_kv_init(&oc);
-    tm_rt__engine_options(ds->def, &eo, &oc);
+    tm_accel_engine_options(ds->def, &eo, &oc);
     tm_engine *e = NULL;
     TM_ASSERT_OK(tm_engine_open(&e, ds->def->acceleration.engine, NULL, &eo, &err), &err);
     const char *local = tm_test_path("snap.bin");
