@@ -172,8 +172,14 @@ void tm_sqltype_decl(const tm_type *t, char *buf, size_t cap);
 void tm_sqlval_from(tm_sqlval *out, const tm_type *t, const tm_value *v);
 /** Binds a tm_sqlval (SQLITE_TRANSIENT when it points into its own buf, else STATIC). */
 int tm_sqlval_bind(sqlite3_stmt *st, int idx, const tm_sqlval *v);
-/** Makes v the result of a virtual-table column (transient copies of text it owns). */
-void tm_sqlval_result(sqlite3_context *ctx, const tm_sqlval *v);
+/**
+ * Makes v the result of a virtual-table column. SQLite may keep a text or blob
+ * result by pointer until the statement ends (a bare column of an aggregate, a
+ * group key), so it is passed as SQLITE_STATIC only when pinned says that its
+ * bytes outlive the statement (a pinned engine snapshot); otherwise, and for
+ * text rendered into v's own buf, SQLite copies it.
+ */
+void tm_sqlval_result(sqlite3_context *ctx, const tm_sqlval *v, bool pinned);
 /**
  * Appends the SQLite value `v` (read back from a column of type t) to cb.
  * TM_EINVALID when the value cannot be a value of t.

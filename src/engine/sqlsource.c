@@ -373,7 +373,8 @@ static int vt_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int i) {
   tm_colview_get(&col, c->row, &v);
   tm_sqlval sv;
   tm_sqlval_from(&sv, &col.type, &v);
-  tm_sqlval_result(ctx, &sv);
+  /* The batch is released when the scan moves on, before the statement ends. */
+  tm_sqlval_result(ctx, &sv, false);
   return SQLITE_OK;
 }
 

@@ -296,10 +296,8 @@ int tm_sqlval_bind(sqlite3_stmt *st, int idx, const tm_sqlval *v) {
   }
 }
 
-void tm_sqlval_result(sqlite3_context *ctx, const tm_sqlval *v) {
-  /* Payloads point into a pinned snapshot that outlives the statement
-   * (STATIC); rendered text lives in v->buf (TRANSIENT). */
-  sqlite3_destructor_type d = v->p == v->buf ? SQLITE_TRANSIENT : SQLITE_STATIC;
+void tm_sqlval_result(sqlite3_context *ctx, const tm_sqlval *v, bool pinned) {
+  sqlite3_destructor_type d = pinned && v->p != v->buf ? SQLITE_STATIC : SQLITE_TRANSIENT;
   switch (v->kind) {
     case SQLITE_INTEGER: sqlite3_result_int64(ctx, v->i); break;
     case SQLITE_FLOAT: sqlite3_result_double(ctx, v->f); break;

@@ -890,7 +890,7 @@ static int vt_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int i) {
   tm_ccol_get(col, r, &v);
   tm_sqlval sv;
   tm_sqlval_from(&sv, &col->type, &v);
-  tm_sqlval_result(ctx, &sv);
+  tm_sqlval_result(ctx, &sv, true); /* the snapshot stays pinned until the statement ends */
   return SQLITE_OK;
 }
 
