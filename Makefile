@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: all release deps check dev test demo bench fuzz stress clean format lint
+.PHONY: all release deps check dev test demo bench fuzz stress clean format lint install
 
 all: release
 
@@ -42,6 +42,12 @@ fuzz: deps
 stress: dev
 	@scripts/install-test-deps
 	@TM_STRESS=1 scripts/stress
+
+# Installs bin/tidemark and lib/libduckdb.so under PREFIX (the program finds the
+# library through its rpath, $ORIGIN/../lib).
+PREFIX ?= /usr/local
+install: release
+	@cmake --install build/release --prefix $(PREFIX)
 
 lint:
 	@scripts/check-layers src && scripts/lint src

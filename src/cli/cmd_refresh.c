@@ -16,6 +16,8 @@
 #include "cli/remote.h"
 #include "refresh/accel.h"
 #include "runtime/config/config.h"
+#include "runtime/runtime.h"
+#include "util/alloc.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -68,8 +70,26 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
       return code;
     }
   }
+  /* A running server owns these accelerations: it refreshes them (SPEC 1.2). */
+  char *owner = tm_cli_owner_url(&cfg);
+  if (owner) {
+    fprintf(stderr, "tidemark: the server at %s owns these accelerations; asking it to refresh\n", owner);
+    code = tm_cli_refresh_remote(cmd, owner, args);
+    tm_free(owner);
+    tm_config_dispose(&cfg);
+    return code;
+  }
+  tm_db *db = NULL;
+  tm_error dberr;
+  tm_error_init(&dberr);
+  if (tm_runtime_db_open(&cfg, &db, &dberr) != TM_OK) {
+    fprintf(stderr, "tidemark: %s\n", dberr.message);
+    tm_config_dispose(&cfg);
+    return TM_EXIT_FAILURE;
+  }
   tm_accel_options ao;
   tm_accel_options_init(&ao);
+  ao.db = db;
   ao.base_dir = cfg.dir;
   bool tty = isatty(STDERR_FILENO);
   int failures = 0, refreshed = 0;
@@ -111,6 +131,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     }
     tm_accel_free(a);
   }
+  tm_db_release(db);
   tm_config_dispose(&cfg);
   if (refreshed == 0) fprintf(stderr, "tidemark: no accelerated dataset to refresh\n");
   return failures ? TM_EXIT_FAILURE : TM_EXIT_OK;

@@ -83,14 +83,30 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_config cfg;
   int code = tm_cli_load_config(tm_cli_get(cmd, args, "config"), &cfg);
   if (code != TM_EXIT_OK) return code;
+  /* A running server owns these accelerations: it answers (SPEC 1.2). */
+  char *owner = tm_cli_owner_url(&cfg);
+  if (owner) {
+    if (!query) code = tm_cli_usage_error(cmd, "a server (%s) owns these accelerations: give a QUERY", owner);
+    else {
+      const char *key = tm_cli_get(cmd, args, "api-key");
+      if (!key) key = getenv("TIDEMARK_API_KEY");
+      code = tm_cli_sql_remote(cmd, owner, query, format, key);
+    }
+    tm_free(owner);
+    tm_config_dispose(&cfg);
+    return code;
+  }
   tm_error err;
   tm_error_init(&err);
+  tm_db *db = NULL;
   tm_sql_catalog *cat = NULL;
   tm_sql_session *session = NULL;
   tm_accel **accels = tm_calloc(cfg.n_datasets ? cfg.n_datasets : 1, sizeof *accels);
-  int rc = accels ? tm_sql_catalog_new(&cat, &err) : tm_error_nomem(&err);
+  int rc = accels ? tm_runtime_db_open(&cfg, &db, &err) : tm_error_nomem(&err);
+  if (rc == TM_OK) rc = tm_sql_catalog_new(&cat, db, &err);
   tm_accel_options ao;
   tm_accel_options_init(&ao);
+  ao.db = db;
   ao.base_dir = cfg.dir;
   for (size_t i = 0; i < cfg.n_datasets && rc == TM_OK; i++) {
     const tm_dataset_def *d = &cfg.datasets[i];
@@ -123,6 +139,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_sql_catalog_free(cat);
   for (size_t i = 0; accels && i < cfg.n_datasets; i++) tm_accel_free(accels[i]);
   tm_free(accels);
+  tm_db_release(db);
   tm_config_dispose(&cfg);
   return code;
 }
@@ -131,9 +148,10 @@ const tm_cli_cmd tm_cli_cmd_sql = {
     "sql",
     "run SQL over the accelerations",
     "tidemark sql [-c FILE | --url URL] [QUERY] [--format table|csv|json]",
-    "Runs a read-only SQL query (SQLite dialect) over the datasets of the config, or of a\n"
+    "Runs a read-only SQL query (DuckDB's dialect) over the datasets of the config, or of a\n"
     "running server with --url. With neither, the config in the current folder, or if\n"
-    "there is none, the server at http://" TM_RUNTIME_DEFAULT_HTTP ".\n"
+    "there is none, the server at http://" TM_RUNTIME_DEFAULT_HTTP ". When a server runs\n"
+    "on the config (tidemark run), it owns the accelerations and answers the query.\n"
     "Without QUERY on a terminal, starts a REPL (.quit ends it).\n"
     "Writes, ATTACH, PRAGMA changes and extension loading are refused (SPEC D4).",
     k_opts,

@@ -33,14 +33,34 @@ static const tm_cli_opt k_opts[] = {
     {"format", 0, "table|json", "output format (default table)"},
     {0}};
 
-/* The state of every dataset of the config at path, read in this process. */
-static json_t *status_local(const char *path, int *code) {
+/*
+ * The state of every dataset of the config at path: from the server that owns
+ * its accelerations when one runs (SPEC 1.2), else read in this process.
+ */
+static json_t *status_local(const char *path, const char *api_key, int *code) {
   if (!getenv("TIDEMARK_LOG")) tm_log_set_level(TM_LOG_WARN);
   tm_config cfg;
   *code = tm_cli_load_config(path, &cfg);
   if (*code != TM_EXIT_OK) return NULL;
+  char *owner = tm_cli_owner_url(&cfg);
+  if (owner) {
+    json_t *arr = tm_cli_status_remote(owner, api_key, code);
+    tm_free(owner);
+    tm_config_dispose(&cfg);
+    return arr;
+  }
+  tm_db *db = NULL;
+  tm_error dberr;
+  tm_error_init(&dberr);
+  if (tm_runtime_db_open(&cfg, &db, &dberr) != TM_OK) {
+    fprintf(stderr, "tidemark: %s\n", dberr.message);
+    *code = TM_EXIT_FAILURE;
+    tm_config_dispose(&cfg);
+    return NULL;
+  }
   tm_accel_options ao;
   tm_accel_options_init(&ao);
+  ao.db = db;
   ao.base_dir = cfg.dir;
   json_t *out = json_array();
   for (size_t i = 0; out && i < cfg.n_datasets; i++) {
@@ -62,6 +82,7 @@ static json_t *status_local(const char *path, int *code) {
     if (o) json_array_append_new(out, o);
     tm_accel_free(a);
   }
+  tm_db_release(db);
   tm_config_dispose(&cfg);
   return out;
 }
@@ -131,9 +152,9 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   int code = TM_EXIT_OK;
   json_t *arr;
   if (url) arr = tm_cli_status_remote(url, key, &code);
-  else if (config) arr = status_local(config, &code);
+  else if (config) arr = status_local(config, key, &code);
   else if (tm_cli_use_default_server()) arr = tm_cli_status_remote(DEFAULT_URL, key, &code);
-  else arr = status_local(NULL, &code);
+  else arr = status_local(NULL, key, &code);
   if (!arr) return code != TM_EXIT_OK ? code : TM_EXIT_FAILURE;
   if (json) {
     if (json_dumpf(arr, stdout, JSON_INDENT(2)) != 0) code = TM_EXIT_FAILURE;
@@ -153,9 +174,9 @@ const tm_cli_cmd tm_cli_cmd_status = {
     "tidemark status [-c FILE | --url URL] [--format table|json]",
     "Shows every dataset with its status, rows, high-water mark, saved Iceberg snapshot,\n"
     "last refresh and last error. --url asks a running server; -c reads the config's\n"
-    "accelerations in this process (what a server starting now would report). With\n"
-    "neither, the config in the current folder, or if there is none, the server at\n"
-    DEFAULT_URL ".",
+    "accelerations (asking the server that owns them, when one runs on the config, else\n"
+    "in this process: what a server starting now would report). With neither, the config\n"
+    "in the current folder, or if there is none, the server at " DEFAULT_URL ".",
     k_opts,
     0,
     run};

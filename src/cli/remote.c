@@ -266,3 +266,15 @@ bool tm_cli_use_default_server(void) {
   }
   return tm_cli_server_reachable("http://" TM_RUNTIME_DEFAULT_HTTP);
 }
+
+char *tm_cli_owner_url(const tm_config *cfg) {
+  char *url = NULL;
+  int64_t pid = 0;
+  tm_error err;
+  if (tm_runtime_owner(cfg, &url, &pid, &err) != TM_OK) return NULL;
+  if (!tm_cli_server_reachable(url)) {
+    tm_free(url);
+    return NULL;
+  }
+  return url;
+}

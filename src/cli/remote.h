@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "format/arrow/render.h"
+#include "runtime/config/config.h"
 
 /** POST /v1/sql; the answer goes to stdout. Returns the exit code. */
 int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
@@ -29,5 +30,11 @@ bool tm_cli_server_reachable(const char *url);
  * server answers at the default address, which then answers the command.
  */
 bool tm_cli_use_default_server(void);
+/**
+ * The URL of the running server that owns cfg's accelerations (SPEC 1.2:
+ * one process owns the files), when its server file names a live process
+ * that answers; NULL otherwise. Result: tm_free.
+ */
+char *tm_cli_owner_url(const tm_config *cfg);
 
 #endif

@@ -2,6 +2,9 @@
  * backup.c - consistent copies of a file-mode acceleration and their
  * restore (engine layer; SPEC C2). See backup.h.
  *
+ * DuckDB engines: duckdb/duckdb.c copies the database file (see backup.h);
+ * restoring checks DuckDB's file header and moves the file into place.
+ *
  * sqlite: the online-backup API copies every page of the database through a
  * read connection of our own in a single sqlite3_backup_step(-1) call, which
  * holds one read transaction for the whole copy: the copy is one committed
@@ -13,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,7 +30,8 @@
 const char *tm_engine_backup_ext(tm_engine_kind kind) {
   switch (kind) {
     case TM_ENGINE_SQLITE: return "sqlite";
-    case TM_ENGINE_CAYENNE: return "cayenne.tar";
+    case TM_ENGINE_CAYENNE:
+    case TM_ENGINE_DUCKDB: return "duckdb";
     default: return NULL;
   }
 }
@@ -148,7 +153,8 @@ int tm_engine_backup(tm_engine *e, const char *dest_path, tm_error *err) {
                         e->cfg.dataset);
   switch (e->vt->kind) {
     case TM_ENGINE_SQLITE: return sqlite_backup(e, dest_path, err);
-    case TM_ENGINE_CAYENNE: return tm_engine__cayenne_backup(e, dest_path, err);
+    case TM_ENGINE_CAYENNE:
+    case TM_ENGINE_DUCKDB: return tm_engine__duck_backup(e, dest_path, err);
     default:
       return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: the %s engine has no backup",
                           e->cfg.dataset, tm_engine_kind_name(e->vt->kind));
@@ -181,12 +187,41 @@ static int sqlite_check(const char *path, tm_error *err) {
   return rc;
 }
 
+/*
+ * A DuckDB database file starts with a checksum (8 bytes) and the magic
+ * "DUCK"; anything else is not a backup of ours. The engine checks the rest
+ * (its meta table) when it opens the file.
+ */
+static int duck_restore(tm_engine_kind kind, const tm_engine_options *opts, const char *backup_path,
+                        tm_error *err) {
+  tm_input *in = NULL;
+  char magic[4];
+  int rc = tm_input_open_file(&in, backup_path, err);
+  if (rc == TM_OK) rc = tm_input_read_exact(in, 8, magic, 4, err);
+  tm_input_close(in);
+  if (rc == TM_OK && memcmp(magic, "DUCK", 4) != 0)
+    rc = TM_CORRUPT(err, "%s: not a DuckDB database", backup_path);
+  if (rc == TM_ECORRUPT || rc == TM_EIO) rc = TM_CORRUPT(err, "%s: not a DuckDB database backup", backup_path);
+  char *file = NULL;
+  if (rc == TM_OK) rc = tm_engine__duck_file(kind, opts, &file, err);
+  if (rc == TM_OK) rc = tm_engine_drop(kind, opts, err);
+  if (rc == TM_OK) {
+    char *dir = tm_path_dirname(file);
+    rc = dir ? tm_mkdir_p(dir, err) : tm_error_nomem(err);
+    tm_free(dir);
+  }
+  if (rc == TM_OK) rc = publish(backup_path, file, err);
+  if (rc != TM_OK) unlink(backup_path);
+  tm_free(file);
+  return rc;
+}
+
 int tm_engine_restore(tm_engine_kind kind, const tm_engine_options *opts,
                       const char *backup_path, tm_error *err) {
   if (opts->mode != TM_ENGINE_FILE || !opts->path)
     return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: only a file-mode acceleration can be restored",
                         opts->dataset ? opts->dataset : "?");
-  if (kind == TM_ENGINE_CAYENNE) return tm_engine__cayenne_restore(opts, backup_path, err);
+  if (kind == TM_ENGINE_CAYENNE || kind == TM_ENGINE_DUCKDB) return duck_restore(kind, opts, backup_path, err);
   if (kind != TM_ENGINE_SQLITE)
     return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: the %s engine has no backup",
                         opts->dataset ? opts->dataset : "?", tm_engine_kind_name(kind));

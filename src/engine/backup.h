@@ -10,9 +10,11 @@
  *   sqlite   a SQLite database file, made with the online-backup API through
  *            a connection of its own in one step (one read transaction, so
  *            one commit; a refresh committing meanwhile is not seen);
- *   cayenne  a tar of the segment files and a MANIFEST of one pinned
- *            snapshot, the segments' bytes taken from their mappings
- *            (cayenne/backup.c).
+ *   cayenne, duckdb (file mode)
+ *            a DuckDB database file written by COPY FROM DATABASE in one
+ *            DuckDB transaction (one committed state; refreshes and queries
+ *            go on meanwhile), checkpointed, then moved into place
+ *            (duckdb/duckdb.c).
  *
  * The copy is written through a temporary name renamed into place, so a
  * reader never sees half of it. Restoring puts such a file where the
@@ -45,7 +47,7 @@ int tm_engine_restore(tm_engine_kind kind, const tm_engine_options *opts,
                       const char *backup_path, tm_error *err) TM_WARN_UNUSED;
 
 /**
- * The file-name extension of kind's backups ("sqlite", "cayenne.tar"), without
+ * The file-name extension of kind's backups ("sqlite", "duckdb"), without
  * the leading dot; NULL when the kind has no backups (arrow: memory only).
  */
 const char *tm_engine_backup_ext(tm_engine_kind kind);

@@ -11,12 +11,10 @@
 
 #include "util/alloc.h"
 
-#define DEFAULT_SEGMENT_ROWS 131072
-#define MAX_SEGMENT_ROWS (INT64_C(1) << 24)
-#define DEFAULT_COMPACT_MIN 8
 #define DEFAULT_BUSY_MS 5000
 
-static const char *const k_kind_names[TM_ENGINE__COUNT] = {"cayenne", "arrow", "sqlite"};
+static const char *const k_kind_names[TM_ENGINE__COUNT] = {"cayenne", "arrow", "sqlite",
+                                                           "duckdb"};
 
 int tm_engine_kind_parse(const char *s, tm_engine_kind *out) {
   for (int i = 0; i < TM_ENGINE__COUNT; i++)
@@ -55,8 +53,9 @@ void tm_engine_options_init(tm_engine_options *o) {
 
 const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind) {
   switch (kind) {
-    case TM_ENGINE_CAYENNE: return tm_engine__cayenne_vtable();
-    case TM_ENGINE_ARROW: return tm_engine__arrow_vtable();
+    case TM_ENGINE_CAYENNE:
+    case TM_ENGINE_ARROW:
+    case TM_ENGINE_DUCKDB: return tm_engine__duck_vtable(kind);
     case TM_ENGINE_SQLITE: return tm_engine__sqlite_vtable();
     default: return NULL;
   }
@@ -175,11 +174,6 @@ static int resolve_config(tm_engine_config *c, const tm_schema *s, const tm_engi
                                                             : tm_engine__default_time_format(t);
   }
   TM_TRY(resolve_on_conflict(c, s, o->on_conflict, err));
-  c->segment_rows = o->segment_rows > 0 ? o->segment_rows : DEFAULT_SEGMENT_ROWS;
-  if (c->segment_rows > MAX_SEGMENT_ROWS) c->segment_rows = MAX_SEGMENT_ROWS;
-  c->compact_min_segments = o->compact_min_segments == 0 ? DEFAULT_COMPACT_MIN
-                                                         : o->compact_min_segments;
-  c->verify_checksums = o->verify_checksums;
   c->busy_timeout_ms = o->busy_timeout_ms > 0 ? o->busy_timeout_ms : DEFAULT_BUSY_MS;
   return TM_OK;
 }
@@ -189,6 +183,7 @@ int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_sche
   e->vt = vt;
   e->refs = 1;
   e->txn_open = 0;
+  e->db = tm_db_retain(opts->db);
   tm_schema_init(&e->schema);
   memset(&e->cfg, 0, sizeof e->cfg);
   int rc = tm_schema_copy(&e->schema, schema, err);
@@ -200,17 +195,44 @@ int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_sche
   }
   memset(&e->caps, 0, sizeof e->caps);
   e->caps.persistent = e->cfg.mode == TM_ENGINE_FILE;
-  e->caps.conflict_rule =
-      vt->kind == TM_ENGINE_CAYENNE ? TM_ENGINE_RULE_NEWEST_BY_TIME : TM_ENGINE_RULE_ARRIVAL;
+  e->caps.conflict_rule = vt->rule;
   e->caps.on_conflict = e->cfg.on_conflict;
   e->caps.keyed = e->cfg.n_pk > 0;
-  e->caps.zone_maps = vt->kind != TM_ENGINE_SQLITE;
+  e->caps.columnar = vt->kind != TM_ENGINE_SQLITE;
   return TM_OK;
 }
 
 void tm_engine__dispose_base(tm_engine *e) {
   tm_schema_dispose(&e->schema);
   dispose_config(&e->cfg);
+  tm_db_release(e->db);
+  e->db = NULL;
+}
+
+tm_engine *tm_engine__try_retain(tm_engine *e) {
+  int n = __atomic_load_n(&e->refs, __ATOMIC_ACQUIRE);
+  while (n > 0)
+    if (__atomic_compare_exchange_n(&e->refs, &n, n + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      return e;
+  return NULL;
+}
+
+int tm_engine__quote_ident(tm_buf *b, const char *name, tm_error *err) {
+  TM_TRY(tm_buf_putc(b, '"', err));
+  for (const char *p = name; *p; p++) {
+    if (*p == '"') TM_TRY(tm_buf_putc(b, '"', err));
+    TM_TRY(tm_buf_putc(b, *p, err));
+  }
+  return tm_buf_putc(b, '"', err);
+}
+
+int tm_engine__quote_string(tm_buf *b, const char *s, size_t len, tm_error *err) {
+  TM_TRY(tm_buf_putc(b, '\'', err));
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == '\'') TM_TRY(tm_buf_putc(b, '\'', err));
+    TM_TRY(tm_buf_putc(b, s[i], err));
+  }
+  return tm_buf_putc(b, '\'', err);
 }
 
 int tm_engine__writer_acquire(tm_engine *e, tm_error *err) {
@@ -357,6 +379,9 @@ int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema
   if (!schema && opts->mode != TM_ENGINE_FILE)
     return tm_error_set(err, TM_EINVALID, "dataset '%s': a memory-mode engine needs a schema",
                         opts->dataset ? opts->dataset : "?");
+  if (!opts->db)
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': engine options without a DuckDB instance",
+                        opts->dataset ? opts->dataset : "?");
   tm_engine__sqlite_setup();
   return vt->open(out, schema, opts, err);
 }
@@ -383,7 +408,6 @@ tm_engine_mode tm_engine_get_mode(const tm_engine *e) { return e->cfg.mode; }
 const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
 const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
 tm_engine_caps tm_engine_capabilities(const tm_engine *e) { return e->caps; }
-bool tm_engine__is_columnar(const tm_engine *e) { return e->vt->kind != TM_ENGINE_SQLITE; }
 
 int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
   return e->vt->begin(e, kind, out, err);
@@ -434,49 +458,8 @@ int tm_engine_read_state(tm_engine *e, tm_kv *out, tm_error *err) {
   return e->vt->read_state(e, out, err);
 }
 
-/*
- * Reference rules: every holder of a snapshot reference also holds a
- * reference on the engine (acquire, retain and release move both), so an
- * engine never closes under a reader. The one exception is the engine's own
- * hold on the snapshot it publishes (tm_engine__snapshot_drop), which would
- * otherwise be a cycle.
- */
-void tm_engine__snapshot_init(tm_engine_snapshot *s, tm_engine *e) {
-  s->engine = e;
-  s->refs = 1;
-}
-
-void tm_engine__snapshot_drop(tm_engine_snapshot *s) {
-  if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) s->engine->vt->snapshot_free(s);
-}
-
-int tm_engine_snapshot_acquire(tm_engine *e, tm_engine_snapshot **out, tm_error *err) {
-  TM_TRY(e->vt->snapshot(e, out, err));
-  tm_engine_retain(e);
-  return TM_OK;
-}
-
-tm_engine_snapshot *tm_engine_snapshot_retain(tm_engine_snapshot *s) {
-  tm_engine_retain(s->engine);
-  __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
-  return s;
-}
-
-void tm_engine_snapshot_release(tm_engine_snapshot *s) {
-  if (!s) return;
-  tm_engine *e = s->engine;
-  tm_engine__snapshot_drop(s);
-  tm_engine_release(e);
-}
-
-tm_engine *tm_engine_snapshot_engine(const tm_engine_snapshot *s) { return s->engine; }
-
-int tm_engine_snapshot_row_count(tm_engine_snapshot *s, int64_t *out, tm_error *err) {
-  return s->engine->vt->row_count(s, out, err);
-}
-
-int tm_engine_snapshot_state(tm_engine_snapshot *s, tm_kv *out, tm_error *err) {
-  return s->engine->vt->snapshot_state(s, out, err);
+int tm_engine_row_count(tm_engine *e, int64_t *out, tm_error *err) {
+  return e->vt->row_count(e, out, err);
 }
 
 void tm_engine_bounds_dispose(tm_engine_bounds *b) {
@@ -485,73 +468,49 @@ void tm_engine_bounds_dispose(tm_engine_bounds *b) {
   memset(b, 0, sizeof *b);
 }
 
-int tm_engine_snapshot_bounds(tm_engine_snapshot *s, const char *column, tm_engine_bounds *out,
-                              tm_error *err) {
+int tm_engine_column_bounds(tm_engine *e, const char *column, tm_engine_bounds *out,
+                            tm_error *err) {
   memset(out, 0, sizeof *out);
-  int idx = tm_schema_find(&s->engine->schema, column);
+  int idx = tm_schema_find(&e->schema, column);
   if (idx < 0)
-    return tm_error_set(err, TM_ENOTFOUND, "dataset '%s': no column '%s'",
-                        s->engine->cfg.dataset, column);
-  return s->engine->vt->bounds(s, (size_t)idx, out, err);
+    return tm_error_set(err, TM_ENOTFOUND, "dataset '%s': no column '%s'", e->cfg.dataset, column);
+  return e->vt->bounds(e, (size_t)idx, out, err);
 }
 
-int tm_engine_snapshot_scan(tm_engine_snapshot *s, const size_t *cols, size_t n_cols,
-                            const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
-  const tm_schema *sc = &s->engine->schema;
-  for (size_t i = 0; i < n_cols; i++)
+int tm_engine_scan_open(tm_engine *e, const size_t *cols, size_t n_cols,
+                        const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
+  const tm_schema *sc = &e->schema;
+  for (size_t i = 0; cols && i < n_cols; i++)
     if (cols[i] >= sc->n_cols)
       return tm_error_set(err, TM_EINVALID, "dataset '%s': scan column %zu out of range",
-                          s->engine->cfg.dataset, cols[i]);
+                          e->cfg.dataset, cols[i]);
   if (pred)
     for (size_t i = 0; i < pred->n_terms; i++) {
       int idx = tm_schema_find(sc, pred->terms[i].column);
       if (idx < 0)
         return tm_error_set(err, TM_EINVALID, "dataset '%s': filter on unknown column '%s'",
-                            s->engine->cfg.dataset, pred->terms[i].column);
+                            e->cfg.dataset, pred->terms[i].column);
       if (sc->cols[idx].type.id != pred->terms[i].type.id)
         return tm_error_set(err, TM_EINVALID, "dataset '%s': filter on '%s' has the wrong type",
-                            s->engine->cfg.dataset, pred->terms[i].column);
+                            e->cfg.dataset, pred->terms[i].column);
     }
-  return s->engine->vt->scan(s, cols, n_cols, pred, out, err);
+  return e->vt->scan(e, n_cols ? cols : NULL, n_cols, pred, out, err);
 }
 
 int tm_engine_scan_next(tm_engine_scan *sc, tm_batch *out, tm_error *err) {
-  return sc->snap->engine->vt->scan_next(sc, out, err);
+  return sc->engine->vt->scan_next(sc, out, err);
 }
-
-tm_engine_scan_stats tm_engine_scan_get_stats(const tm_engine_scan *sc) { return sc->stats; }
 
 void tm_engine_scan_free(tm_engine_scan *sc) {
-  if (sc) sc->snap->engine->vt->scan_free(sc);
-}
-
-int tm_engine_row_count(tm_engine *e, int64_t *out, tm_error *err) {
-  tm_engine_snapshot *s;
-  TM_TRY(tm_engine_snapshot_acquire(e, &s, err));
-  int rc = tm_engine_snapshot_row_count(s, out, err);
-  tm_engine_snapshot_release(s);
-  return rc;
-}
-
-int tm_engine_column_bounds(tm_engine *e, const char *column, tm_engine_bounds *out,
-                            tm_error *err) {
-  tm_engine_snapshot *s;
-  TM_TRY(tm_engine_snapshot_acquire(e, &s, err));
-  int rc = tm_engine_snapshot_bounds(s, column, out, err);
-  tm_engine_snapshot_release(s);
-  return rc;
+  if (sc) sc->engine->vt->scan_free(sc);
 }
 
 int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) {
   return e->vt->size_bytes(e, out, err);
 }
 
-int tm_engine_compact(tm_engine *e, bool force, tm_engine_compact_info *info, tm_error *err) {
-  tm_engine_compact_info local;
-  memset(&local, 0, sizeof local);
-  int rc = e->vt->compact ? e->vt->compact(e, force, &local, err) : TM_OK;
-  if (rc == TM_OK && info) *info = local;
-  return rc;
+int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) {
+  return e->vt->relation(e, out, err);
 }
 
 /* ---- schema text ----------------------------------------------------------------- */

@@ -1,32 +1,33 @@
 /*
  * engine.h - one dataset's acceleration: the engine interface (engine layer).
  *
- * An engine stores the rows of one dataset and answers SQL over them. Three
- * backends plug in through tm_engine_vtable (SPEC section 3):
+ * An engine stores the rows of one dataset and shows them to SQL as a table
+ * of the process's DuckDB instance (db.h, sql.h). Four backends plug in
+ * through tm_engine_vtable (SPEC section 3):
  *
- *   cayenne  file mode only. Immutable columnar segment files plus a manifest
- *            published by atomic rename. Keyed rows: newest time_column wins.
- *   arrow    memory mode only. The same columnar segments held in memory.
- *            Keyed rows: arrival order (on_conflict drop | upsert).
- *   sqlite   memory and file mode. One SQLite table. Arrival order.
+ *   cayenne  file mode only. A DuckDB database file in the dataset's folder.
+ *            Keyed rows: newest time_column wins (A8).
+ *   duckdb   memory and file mode. A DuckDB database (file: Spice's
+ *            duckdb_file). Keyed rows: arrival order (on_conflict drop | upsert).
+ *   arrow    memory mode only. An in-memory DuckDB database. Arrival order.
+ *   sqlite   memory and file mode. One SQLite table, scanned by DuckDB.
+ *            Arrival order.
  *
  * The refresh layer drives an engine through a write transaction (begin,
- * write batches, delete, commit with a state map, or abort) and reads it
- * through reference-counted read snapshots. A commit is atomic: rows, deletes
- * and the state map become visible together, and in file mode they survive a
- * crash together or not at all (SPEC D1). A snapshot never changes: readers
- * see the state before or after a commit, never part of one (SPEC C5).
+ * write batches, delete, commit with a state map, or abort). A commit is
+ * atomic: rows, deletes and the state map become visible together, and in
+ * file mode they survive a crash together or not at all (SPEC D1). Readers
+ * (SQL, and the reads below) see the state before or after a commit, never
+ * part of one (SPEC C5): each read is one DuckDB (or SQLite WAL) transaction.
  *
- * Threads: tm_engine_snapshot, tm_engine_read_state, tm_engine_row_count,
- * tm_engine_size_bytes and tm_engine_compact may be called from any thread at
+ * Threads: tm_engine_read_state, tm_engine_row_count, tm_engine_column_bounds,
+ * tm_engine_scan and tm_engine_size_bytes may be called from any thread at
  * any time. At most one write transaction is open per engine (a second
  * tm_engine_begin returns TM_ECONFLICT); its functions are called by one
- * thread at a time. Compaction takes the same writer slot, so it waits for
- * nothing and fails with TM_ECONFLICT while a transaction is open.
+ * thread at a time. Backups take the same writer slot.
  *
  * Ownership: tm_engine_open returns an engine holding one reference; pass it
- * to tm_engine_release. Snapshots hold a reference on their engine, so an
- * engine outlives every snapshot and scan taken from it.
+ * to tm_engine_release. A scan holds a reference on its engine.
  *
  * Errors: every function returning int returns 0 or a negative tm_code and
  * fills err (may be NULL). Expected codes are listed per function.
@@ -38,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/db.h"
 #include "format/arrow/batch.h"
 #include "format/arrow/schema.h"
 #include "format/predicate.h"
@@ -49,10 +51,11 @@ typedef enum tm_engine_kind {
   TM_ENGINE_CAYENNE = 0, /* the default */
   TM_ENGINE_ARROW,
   TM_ENGINE_SQLITE,
+  TM_ENGINE_DUCKDB,
   TM_ENGINE__COUNT
 } tm_engine_kind;
 
-/** Parses "cayenne", "arrow", "sqlite" (case-insensitive). TM_EINVALID when unknown. */
+/** Parses "cayenne", "arrow", "sqlite", "duckdb" (case-insensitive). TM_EINVALID when unknown. */
 int tm_engine_kind_parse(const char *s, tm_engine_kind *out);
 const char *tm_engine_kind_name(tm_engine_kind k);
 
@@ -73,11 +76,11 @@ typedef enum tm_on_conflict {
 
 /** How an engine resolves a repeated primary key (SPEC A8, section 3). */
 typedef enum tm_engine_rule {
-  TM_ENGINE_RULE_ARRIVAL = 0,   /* arrow, sqlite: on_conflict decides by arrival order */
+  TM_ENGINE_RULE_ARRIVAL = 0,   /* duckdb, arrow, sqlite: on_conflict decides by arrival order */
   TM_ENGINE_RULE_NEWEST_BY_TIME /* cayenne: newest time_column wins; ties: later arrival */
 } tm_engine_rule;
 
-#define TM_ENGINE_OPTIONS_VERSION 1
+#define TM_ENGINE_OPTIONS_VERSION 2
 
 /*
  * Options for tm_engine_open. Strings and arrays are borrowed for the call
@@ -85,9 +88,15 @@ typedef enum tm_engine_rule {
  */
 typedef struct tm_engine_options {
   int version;                     /* TM_ENGINE_OPTIONS_VERSION */
+  tm_db *db;                       /* required: the DuckDB instance SQL sees it in */
   const char *dataset;             /* required: dataset name, also the SQL table name */
   tm_engine_mode mode;             /* cayenne: file only; arrow: memory only */
-  const char *path;                /* file mode: cayenne folder, sqlite database file */
+  /*
+   * File mode: cayenne, the dataset's folder (the database is data.duckdb in
+   * it); duckdb, the database file; sqlite, the database file. Its folder
+   * must be one of the tm_db's folders (DuckDB engines).
+   */
+  const char *path;
   const char *const *primary_key;  /* key column names, or NULL */
   size_t n_primary_key;
   /*
@@ -99,11 +108,6 @@ typedef struct tm_engine_options {
   const tm_kv *on_conflict;
   const char *time_column;         /* or NULL */
   tm_time_format time_format;      /* UNSET: derived from the column's type */
-  /* Columnar engines (cayenne, arrow): */
-  int64_t segment_rows;            /* rows per segment; 0: 131072 */
-  int compact_min_segments;        /* small segments that trigger compaction at commit;
-                                      0: 8; negative: only tm_engine_compact compacts */
-  bool verify_checksums;           /* cayenne: check every segment's checksum at open */
   /* sqlite: */
   int busy_timeout_ms;             /* 0: 5000 */
 } tm_engine_options;
@@ -113,7 +117,6 @@ void tm_engine_options_init(tm_engine_options *o);
 
 typedef struct tm_engine tm_engine;
 typedef struct tm_engine_txn tm_engine_txn;
-typedef struct tm_engine_snapshot tm_engine_snapshot;
 typedef struct tm_engine_scan tm_engine_scan;
 
 typedef struct tm_engine_caps {
@@ -121,7 +124,7 @@ typedef struct tm_engine_caps {
   tm_engine_rule conflict_rule;
   tm_on_conflict on_conflict;    /* resolved from the options (arrival engines) */
   bool keyed;                    /* a primary key was given */
-  bool zone_maps;                /* column_bounds is constant time, scans prune segments */
+  bool columnar;                 /* DuckDB storage (zone maps prune scans) */
 } tm_engine_caps;
 
 /**
@@ -134,20 +137,23 @@ typedef struct tm_engine_caps {
  *
  * Reopening checks that the stored schema, primary key and time column equal
  * the given ones; a difference is TM_ECONFLICT (the caller drops and
- * recreates the acceleration, SPEC B9). Opening also recovers from a crash:
- * cayenne removes segment files that no manifest names.
+ * recreates the acceleration, SPEC B9). Opening also recovers from a crash
+ * (DuckDB replays its write-ahead log). An acceleration in a format of an
+ * earlier tidemark (cayenne's segment files) is removed with a log line and
+ * reported as TM_ENOTFOUND, so the next refresh rebuilds it.
  *
- * Errors: TM_EINVALID (bad options: unknown column, unsupported mode),
- * TM_ENOTFOUND, TM_ECONFLICT (schema differs; or another process has the
- * acceleration open), TM_ECORRUPT, TM_EIO, TM_ENOMEM.
+ * Errors: TM_EINVALID (bad options: unknown column, unsupported mode, a
+ * folder the tm_db may not use), TM_ENOTFOUND, TM_ECONFLICT (schema differs;
+ * or another process has the acceleration open), TM_ECORRUPT, TM_EIO,
+ * TM_ENOMEM.
  */
 int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema,
                    const tm_engine_options *opts, tm_error *err) TM_WARN_UNUSED;
 
 /**
- * Removes a file-mode acceleration's files (the folder or the database file
- * and its -wal/-shm). Missing files are not an error. The acceleration must
- * not be open.
+ * Removes a file-mode acceleration's files (the database file and its
+ * write-ahead log; for sqlite its -wal/-shm). Missing files are not an error.
+ * The acceleration must not be open.
  */
 int tm_engine_drop(tm_engine_kind kind, const tm_engine_options *opts, tm_error *err)
     TM_WARN_UNUSED;
@@ -180,7 +186,7 @@ typedef enum tm_superseded_reason {
   TM_SUPERSEDED_OLDER = 0,  /* cayenne: its time was older than the winner's */
   TM_SUPERSEDED_EQUAL_TIME, /* cayenne: same time, the later arrival won */
   TM_SUPERSEDED_UNCHANGED,  /* an identical row was already stored; nothing rewritten */
-  TM_SUPERSEDED_ARRIVAL,    /* arrow, sqlite: on_conflict kept the other arrival */
+  TM_SUPERSEDED_ARRIVAL,    /* duckdb, arrow, sqlite: on_conflict kept the other arrival */
   TM_SUPERSEDED__COUNT
 } tm_superseded_reason;
 
@@ -192,9 +198,6 @@ typedef struct tm_engine_commit_info {
   int64_t rows_deleted;   /* stored rows removed by delete_where / delete_before */
   int64_t rows_superseded[TM_SUPERSEDED__COUNT];
   int64_t rows_after;     /* live rows once committed */
-  int64_t segments_written; /* columnar engines */
-  uint64_t bytes_written;
-  bool compacted;         /* the commit also compacted (columnar engines) */
 } tm_engine_commit_info;
 
 /**
@@ -216,7 +219,7 @@ int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_erro
 int tm_engine_txn_write(tm_engine_txn *t, const tm_batch *b, tm_error *err) TM_WARN_UNUSED;
 
 /**
- * Deletes the rows for which an SQL boolean expression (SQLite dialect, the
+ * Deletes the rows for which an SQL boolean expression (DuckDB's dialect, the
  * text after WHERE of a retention_sql statement, SPEC C3) is true, among the
  * rows the transaction sees. The expression may reference the dataset's
  * columns by name; it cannot write, attach or contain a second statement.
@@ -249,29 +252,17 @@ int tm_engine_txn_commit(tm_engine_txn *t, const tm_kv *state, tm_engine_commit_
 /** Discards the transaction and frees it. NULL is a no-op. */
 void tm_engine_txn_abort(tm_engine_txn *t);
 
-/* ---- reading ----------------------------------------------------------- */
+/* ---- reading -------------------------------------------------------------
+ *
+ * Each read below is one consistent state: the last commit, or the one
+ * before it when a commit lands meanwhile, never part of one.
+ */
 
 /** Copies the last committed state map into out (initialised, usually empty). */
 int tm_engine_read_state(tm_engine *e, tm_kv *out, tm_error *err) TM_WARN_UNUSED;
 
-/**
- * Pins the last committed state: a read snapshot that never changes. The
- * caller owns one reference (tm_engine_snapshot_release). Cheap (a reference
- * count on columnar engines, a read transaction on sqlite).
- */
-int tm_engine_snapshot_acquire(tm_engine *e, tm_engine_snapshot **out, tm_error *err)
-    TM_WARN_UNUSED;
-tm_engine_snapshot *tm_engine_snapshot_retain(tm_engine_snapshot *s);
-/** Drops a reference; NULL is a no-op. Thread-safe. */
-void tm_engine_snapshot_release(tm_engine_snapshot *s);
-/** The engine the snapshot was taken from (no reference added). */
-tm_engine *tm_engine_snapshot_engine(const tm_engine_snapshot *s);
-
-/** Live rows in the snapshot. */
-int tm_engine_snapshot_row_count(tm_engine_snapshot *s, int64_t *out, tm_error *err)
-    TM_WARN_UNUSED;
-/** The state map of the snapshot's commit, copied into out. */
-int tm_engine_snapshot_state(tm_engine_snapshot *s, tm_kv *out, tm_error *err) TM_WARN_UNUSED;
+/** Live rows. */
+int tm_engine_row_count(tm_engine *e, int64_t *out, tm_error *err) TM_WARN_UNUSED;
 
 /*
  * Minimum and maximum of a column over the live rows (the high-water mark,
@@ -287,62 +278,36 @@ typedef struct tm_engine_bounds {
 void tm_engine_bounds_dispose(tm_engine_bounds *b);
 
 /**
- * Bounds of column `column` over the snapshot. Constant time on cayenne and
- * arrow (zone maps; a segment with deleted rows is rechecked). On sqlite a
- * min()/max() query (indexed for the time column).
+ * Bounds of column `column`: min() and max() in DuckDB (SQLite for sqlite,
+ * over an index for the time column).
  * Errors: TM_ENOTFOUND (no such column).
  */
-int tm_engine_snapshot_bounds(tm_engine_snapshot *s, const char *column, tm_engine_bounds *out,
-                              tm_error *err) TM_WARN_UNUSED;
-
-/** Statistics of one scan: what zone maps let it skip. */
-typedef struct tm_engine_scan_stats {
-  int64_t segments_total;   /* segments in the snapshot (columnar) */
-  int64_t segments_skipped; /* pruned by zone maps */
-  int64_t segments_read;
-  int64_t rows_read;        /* rows examined in read segments */
-  int64_t rows_out;         /* rows returned */
-} tm_engine_scan_stats;
-
-/**
- * Scans the snapshot: the live rows satisfying pred (NULL: all rows), as
- * batches of at most TM_BATCH_DEFAULT_ROWS rows holding the columns `cols`
- * (schema indices, in that order; NULL with n_cols 0: every column). The scan
- * holds a reference on the snapshot. Used by the refresh layer for the A3
- * de-duplication window.
- * Errors: TM_EINVALID (bad column index, a term on an unknown column).
- */
-int tm_engine_snapshot_scan(tm_engine_snapshot *s, const size_t *cols, size_t n_cols,
-                            const tm_predicate *pred, tm_engine_scan **out, tm_error *err)
-    TM_WARN_UNUSED;
-/** Next batch into out (empty); TM_ITEROVER at the end. */
-int tm_engine_scan_next(tm_engine_scan *sc, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
-tm_engine_scan_stats tm_engine_scan_get_stats(const tm_engine_scan *sc);
-void tm_engine_scan_free(tm_engine_scan *sc);
-
-/* Conveniences over a fresh snapshot. */
-int tm_engine_row_count(tm_engine *e, int64_t *out, tm_error *err) TM_WARN_UNUSED;
 int tm_engine_column_bounds(tm_engine *e, const char *column, tm_engine_bounds *out,
                             tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Scans the live rows satisfying pred (NULL: all rows), as batches holding
+ * the columns `cols` (schema indices, in that order; NULL with n_cols 0: every
+ * column). The scan is one read transaction; it holds a reference on e. Used
+ * by the refresh layer for the A3 de-duplication window.
+ * Errors: TM_EINVALID (bad column index, a term on an unknown column).
+ */
+int tm_engine_scan_open(tm_engine *e, const size_t *cols, size_t n_cols,
+                        const tm_predicate *pred, tm_engine_scan **out, tm_error *err)
+    TM_WARN_UNUSED;
+/** Next batch into out (empty; never empty on success); TM_ITEROVER at the end. */
+int tm_engine_scan_next(tm_engine_scan *sc, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
+void tm_engine_scan_free(tm_engine_scan *sc);
 
 /** Bytes the acceleration occupies on disk (file mode) or in memory (memory mode). */
 int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) TM_WARN_UNUSED;
 
-typedef struct tm_engine_compact_info {
-  int64_t segments_before, segments_after;
-  int64_t rows_reclaimed; /* superseded or deleted rows dropped */
-} tm_engine_compact_info;
-
 /**
- * Merges small segments and drops deleted rows (columnar engines), as one
- * more commit: readers keep their snapshots meanwhile. With force, every
- * segment with deleted rows and every run of small segments is rewritten;
- * otherwise only when the small segments reach compact_min_segments.
- * A no-op on sqlite. info may be NULL.
- * Errors: TM_ECONFLICT (a write transaction is open), TM_EIO, TM_ENOMEM.
+ * The SQL that reads the dataset in e's tm_db, for the view that names it
+ * (sql.h): a table of an attached database, or a table-function scan.
+ * Appended to out.
  */
-int tm_engine_compact(tm_engine *e, bool force, tm_engine_compact_info *info, tm_error *err)
-    TM_WARN_UNUSED;
+int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
 
 /* ---- backends -----------------------------------------------------------
  *
@@ -352,12 +317,13 @@ int tm_engine_compact(tm_engine *e, bool force, tm_engine_compact_info *info, tm
  * include each other.
  */
 
-#define TM_ENGINE_VTABLE_VERSION 1
+#define TM_ENGINE_VTABLE_VERSION 2
 
 typedef struct tm_engine_vtable {
   int version; /* TM_ENGINE_VTABLE_VERSION */
   tm_engine_kind kind;
   unsigned modes; /* bit (1 << tm_engine_mode) per supported mode */
+  tm_engine_rule rule;
   int (*open)(tm_engine **out, const tm_schema *schema, const tm_engine_options *opts,
               tm_error *err);
   int (*drop)(const tm_engine_options *opts, tm_error *err);
@@ -371,17 +337,14 @@ typedef struct tm_engine_vtable {
                 tm_error *err);
   void (*abort)(tm_engine_txn *t);
   int (*read_state)(tm_engine *e, tm_kv *out, tm_error *err);
-  int (*snapshot)(tm_engine *e, tm_engine_snapshot **out, tm_error *err);
-  void (*snapshot_free)(tm_engine_snapshot *s); /* the last reference went */
-  int (*row_count)(tm_engine_snapshot *s, int64_t *out, tm_error *err);
-  int (*snapshot_state)(tm_engine_snapshot *s, tm_kv *out, tm_error *err);
-  int (*bounds)(tm_engine_snapshot *s, size_t col, tm_engine_bounds *out, tm_error *err);
-  int (*scan)(tm_engine_snapshot *s, const size_t *cols, size_t n_cols,
-              const tm_predicate *pred, tm_engine_scan **out, tm_error *err);
+  int (*row_count)(tm_engine *e, int64_t *out, tm_error *err);
+  int (*bounds)(tm_engine *e, size_t col, tm_engine_bounds *out, tm_error *err);
+  int (*scan)(tm_engine *e, const size_t *cols, size_t n_cols, const tm_predicate *pred,
+              tm_engine_scan **out, tm_error *err);
   int (*scan_next)(tm_engine_scan *sc, tm_batch *out, tm_error *err);
   void (*scan_free)(tm_engine_scan *sc);
   int (*size_bytes)(tm_engine *e, uint64_t *out, tm_error *err);
-  int (*compact)(tm_engine *e, bool force, tm_engine_compact_info *info, tm_error *err);
+  int (*relation)(tm_engine *e, tm_buf *out, tm_error *err);
 } tm_engine_vtable;
 
 

@@ -2,18 +2,25 @@
  * engine_int.h - what the engine layer's files share and nobody else sees
  * (engine layer, private).
  *
- * The base structs every backend embeds, the options resolved against the
- * schema, time-column ordering, and the SQL face of column types (the
- * mapping between tm_type values and SQLite values that the sqlite backend,
- * the virtual-table module and the SQL session must agree on).
+ * The base structs every backend embeds and the options resolved against the
+ * schema; time-column ordering; and the DuckDB toolkit every part of the
+ * layer uses: connections and statements with errors mapped to tm codes, the
+ * type map between tm_type and DuckDB, moving rows between tm_batch and
+ * DuckDB vectors, typed values for parameters, and the registry of scans that
+ * the tm_scan table function serves (sqlite datasets, federated sources,
+ * refresh_sql's source).
  */
 #ifndef TM_ENGINE_ENGINE_INT_H
 #define TM_ENGINE_ENGINE_INT_H
 
-#include <sqlite3.h>
+#include <duckdb.h>
+#include <pthread.h>
 
+#include "engine/db.h"
 #include "engine/engine.h"
 #include "util/buf.h"
+
+/* ---- engines ------------------------------------------------------------ */
 
 /* The options, resolved against the schema once at open. */
 typedef struct tm_engine_config {
@@ -25,19 +32,17 @@ typedef struct tm_engine_config {
   int time_col;           /* schema index, or -1 */
   tm_time_format time_format; /* resolved (never UNSET when time_col >= 0) */
   tm_on_conflict on_conflict;
-  int64_t segment_rows;
-  int compact_min_segments;
-  bool verify_checksums;
   int busy_timeout_ms;
 } tm_engine_config;
 
 struct tm_engine {
   const tm_engine_vtable *vt;
   int refs;               /* atomic */
+  tm_db *db;              /* one reference */
   tm_schema schema;       /* owned */
   tm_engine_config cfg;   /* owned */
   tm_engine_caps caps;
-  int txn_open;           /* atomic: the writer slot (a transaction or compaction) */
+  int txn_open;           /* atomic: the writer slot (a transaction or a backup) */
 };
 
 struct tm_engine_txn {
@@ -45,29 +50,17 @@ struct tm_engine_txn {
   tm_txn_kind kind;
 };
 
-struct tm_engine_snapshot {
-  tm_engine *engine;      /* one reference */
-  int refs;               /* atomic */
-};
-
 struct tm_engine_scan {
-  tm_engine_snapshot *snap; /* one reference */
-  tm_engine_scan_stats stats;
+  tm_engine *engine;      /* one reference */
 };
 
-/** Backends: fills e's base fields (schema copy, resolved config, caps). */
+/** Backends: fills e's base fields (db reference, schema copy, resolved config, caps). */
 int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_schema *schema,
                          const tm_engine_options *opts, tm_error *err) TM_WARN_UNUSED;
+/** A new reference, or NULL when e is closing (its last reference went). */
+tm_engine *tm_engine__try_retain(tm_engine *e);
 /** Backends: frees what tm_engine__init_base allocated. */
 void tm_engine__dispose_base(tm_engine *e);
-/**
- * Backends: the base of a new snapshot with one reference and no engine
- * reference (vt->snapshot returns it; tm_engine_snapshot_acquire adds the
- * caller's engine reference).
- */
-void tm_engine__snapshot_init(tm_engine_snapshot *s, tm_engine *e);
-/** Backends: drops a snapshot reference that holds no engine reference. */
-void tm_engine__snapshot_drop(tm_engine_snapshot *s);
 /** Backends: takes/releases the writer slot. TM_ECONFLICT when taken. */
 int tm_engine__writer_acquire(tm_engine *e, tm_error *err) TM_WARN_UNUSED;
 void tm_engine__writer_release(tm_engine *e);
@@ -78,15 +71,15 @@ int tm_engine__check_batch(const tm_engine *e, const tm_batch *b, tm_error *err)
 void tm_engine__sqlite_setup(void);
 /** The vtable of a kind. */
 const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind);
-/* Each backend's vtable (functions, not exported data, so that sanitizer
+/* Each backend's vtables (functions, not exported data, so that sanitizer
  * builds export only tm_ symbols). */
 const tm_engine_vtable *tm_engine__sqlite_vtable(void);
-const tm_engine_vtable *tm_engine__arrow_vtable(void);
-const tm_engine_vtable *tm_engine__cayenne_vtable(void);
-/* Acceleration snapshots of cayenne (cayenne/backup.c), for backup.c. */
-int tm_engine__cayenne_backup(tm_engine *e, const char *dest_path, tm_error *err) TM_WARN_UNUSED;
-int tm_engine__cayenne_restore(const tm_engine_options *opts, const char *backup_path,
-                               tm_error *err) TM_WARN_UNUSED;
+const tm_engine_vtable *tm_engine__duck_vtable(tm_engine_kind kind);
+/* Backups of the DuckDB engines (backup.c dispatches; sqlite's are in backup.c). */
+int tm_engine__duck_backup(tm_engine *e, const char *dest_path, tm_error *err) TM_WARN_UNUSED;
+/** The DuckDB database file of a DuckDB-engine acceleration at opts->path. *out: tm_free. */
+int tm_engine__duck_file(tm_engine_kind kind, const tm_engine_options *opts, char **out,
+                         tm_error *err) TM_WARN_UNUSED;
 
 /**
  * A text form of a schema that keeps every type detail (stored by file-mode
@@ -103,6 +96,10 @@ int tm_engine__schema_decode(tm_schema *out, const char *text, size_t len, tm_er
  */
 int tm_engine__options_fingerprint(const tm_engine *e, tm_buf *out, tm_error *err)
     TM_WARN_UNUSED;
+/** Appends name as a double-quoted SQL identifier. */
+int tm_engine__quote_ident(tm_buf *b, const char *name, tm_error *err) TM_WARN_UNUSED;
+/** Appends s as a single-quoted SQL string literal. */
+int tm_engine__quote_string(tm_buf *b, const char *s, size_t len, tm_error *err) TM_WARN_UNUSED;
 
 /* ---- time column ordering (SPEC A8, C3) --------------------------------- */
 
@@ -127,111 +124,186 @@ static inline int tm_instant_cmp(tm_instant a, tm_instant b) {
 /** The time format implied by a column type when the config gives none. */
 tm_time_format tm_engine__default_time_format(const tm_type *t);
 
-/* ---- the SQL face of column types --------------------------------------
+/* ---- DuckDB: the instance ------------------------------------------------
  *
- * Every engine shows a column to SQL the same way, so that a query gives the
- * same answer on every engine and the output renders faithful types:
- *
- *   tm type            declared SQL type        SQLite value
- *   bool               BOOLEAN                  INTEGER 0/1
- *   int8..int64        TINYINT, SMALLINT, INT,  INTEGER
- *                      BIGINT
- *   uint8..uint32      UTINYINT..UINTEGER       INTEGER
- *   uint64             UBIGINT                  INTEGER (bits of the uint64)
- *   float32, float64   FLOAT, DOUBLE            REAL (NaN becomes NULL in SQLite)
- *   decimal(p<=15,s)   DECIMAL(p,s)             REAL (exact to p digits)
- *   decimal(p>15,s)    DECIMAL TEXT(p,s)        TEXT "-123.4500" (exact)
- *   utf8               TEXT                     TEXT
- *   binary, fixed(n)   BLOB, FIXED BLOB(n)      BLOB
- *   uuid               UUID TEXT                TEXT 8-4-4-4-12 lower-case
- *   date32             DATE                     TEXT YYYY-MM-DD
- *   time64(us|ns)      TIME, TIME_NS            TEXT HH:MM:SS.ffffff[fff]
- *   timestamp(unit)    TIMESTAMP_S, _MS,        TEXT YYYY-MM-DDTHH:MM:SS[.f] with
- *                      TIMESTAMP (us), _NS      fixed fraction digits per unit,
- *   timestamp(unit,UTC) TIMESTAMPTZ[_S|_MS|_NS] then Z when the type has a zone
- *
- * Temporal texts have a fixed width per column, so text order is time order
- * and `ts >= '2024-05-01'` compares as expected. Values outside years
- * 0000-9999 are given as the raw INTEGER instead. The declared types pick
- * SQLite affinities that never convert these values.
+ * db/db.c. Statements that change the instance's catalog (ATTACH, DETACH,
+ * views) run on one admin connection under a mutex, so that two engines
+ * opening at once cannot interleave their DDL.
  */
 
-/** A value as SQLite sees it. */
-typedef struct tm_sqlval {
-  int kind;          /* SQLITE_NULL, SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB */
-  int64_t i;
-  double f;
-  const char *p;     /* TEXT/BLOB bytes: into the tm_value's payload or `buf` */
-  size_t n;
-  char buf[64];      /* rendered text */
-} tm_sqlval;
+/** The DuckDB database handle; lives as long as db. */
+duckdb_database tm_db__handle(tm_db *db);
+/** A new connection (duckdb_disconnect it). */
+int tm_db__connect(tm_db *db, duckdb_connection *out, tm_error *err) TM_WARN_UNUSED;
+/** Runs sql on the admin connection, under its mutex. */
+int tm_db__admin_exec(tm_db *db, const char *sql, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Attaches the database file at path (or, path NULL, a new in-memory
+ * database) and returns its catalog name (*alias_out, tm_free; quote it in
+ * SQL). A file attached already is shared: its reference count grows and the
+ * same name comes back (DuckDB attaches a file once). name_hint (the dataset)
+ * makes the name readable. Errors: TM_EINVALID (a folder the instance may not
+ * use), TM_ECONFLICT (another process holds the file), TM_ECORRUPT, TM_EIO.
+ */
+int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **alias_out,
+                  tm_error *err) TM_WARN_UNUSED;
+/** Drops a reference taken by tm_db__attach; the last one detaches. */
+void tm_db__detach(tm_db *db, const char *alias);
+/** Whether path lies in one of db's folders (file-mode accelerations must). */
+bool tm_db__path_allowed(const tm_db *db, const char *path);
+/* The scan registry (scan.c) that db.c keeps: set up at open, freed at close. */
+typedef struct tm_scan_registry tm_scan_registry;
+tm_scan_registry **tm_db__registry(tm_db *db);
+int tm_db__scan_register(tm_db *db, duckdb_connection c, tm_error *err) TM_WARN_UNUSED;
+void tm_db__scan_dispose(tm_db *db);
 
-/** Writes the declared SQL type of t into buf (at least 32 bytes). */
-void tm_sqltype_decl(const tm_type *t, char *buf, size_t cap);
-/** The SQLite value of v (a value of type t). p may point into v or out->buf. */
-void tm_sqlval_from(tm_sqlval *out, const tm_type *t, const tm_value *v);
-/** Binds a tm_sqlval (SQLITE_TRANSIENT when it points into its own buf, else STATIC). */
-int tm_sqlval_bind(sqlite3_stmt *st, int idx, const tm_sqlval *v);
 /**
- * Makes v the result of a virtual-table column. SQLite may keep a text or blob
- * result by pointer until the statement ends (a bare column of an aggregate, a
- * group key), so it is passed as SQLITE_STATIC only when pinned says that its
- * bytes outlive the statement (a pinned engine snapshot); otherwise, and for
- * text rendered into v's own buf, SQLite copies it.
+ * The tm code for a DuckDB error type: out of memory -> TM_ENOMEM, interrupt
+ * -> TM_ECANCELLED, I/O -> TM_EIO, corruption/serialization -> TM_ECORRUPT,
+ * permission, parser, binder, catalog, conversion... -> TM_EINVALID,
+ * transaction conflicts -> TM_ECONFLICT, others TM_ERROR.
  */
-void tm_sqlval_result(sqlite3_context *ctx, const tm_sqlval *v, bool pinned);
-/**
- * Appends the SQLite value `v` (read back from a column of type t) to cb.
- * TM_EINVALID when the value cannot be a value of t.
- */
-int tm_sqltype_append(tm_colbuilder *cb, const tm_type *t, sqlite3_value *v, tm_error *err)
+int tm_db__code(duckdb_error_type t);
+/** Sets err from a failed result ("what: DuckDB's message"); destroys nothing. */
+int tm_db__result_error(tm_error *err, duckdb_result *r, const char *what);
+/** Runs one statement, discarding its result. what names it in errors. */
+int tm_db__exec(duckdb_connection c, const char *sql, const char *what, tm_error *err)
     TM_WARN_UNUSED;
-/**
- * The SQLite value `v` as a tm_value of type t (TM_EINVALID when it does not
- * fit). Byte payloads are copied into *owned (tm_free; NULL when none).
- */
-int tm_sqltype_to_value(const tm_type *t, sqlite3_value *v, tm_value *out, char **owned,
-                        tm_error *err) TM_WARN_UNUSED;
-/**
- * Parses a canonical temporal text of type t (as tm_sqlval_from renders it)
- * back to its raw value. TM_EINVALID when it does not parse.
- */
-int tm_sqltype_parse_temporal(const tm_type *t, const char *s, size_t n, int64_t *out)
+/** Runs one statement whose failure changes nothing for the caller (a ROLLBACK). */
+void tm_db__exec_quiet(duckdb_connection c, const char *sql);
+/** Runs a query whose first row's first column is an integer (NULL reads as 0). */
+int tm_db__query_int64(duckdb_connection c, const char *sql, int64_t *out, tm_error *err)
     TM_WARN_UNUSED;
-/**
- * Renders a raw temporal value in its canonical text. Returns the length, or 0
- * when the value is outside the renderable range (years 0000-9999).
- */
-size_t tm_sqltype_render_temporal(const tm_type *t, int64_t raw, char *buf, size_t cap);
-
-/** How the SQL output renders a result column (from its declared type). */
-typedef enum tm_sqlrender {
-  TM_SQLRENDER_PLAIN = 0, /* by storage class */
-  TM_SQLRENDER_BOOL,      /* INTEGER 0/1 as true/false */
-  TM_SQLRENDER_UINT64,    /* INTEGER bits as unsigned */
-  TM_SQLRENDER_FLOAT32,   /* REAL as the shortest float32 text */
-  TM_SQLRENDER_DECIMAL,   /* REAL or TEXT with `scale` fraction digits, a number */
-  TM_SQLRENDER_TEMPORAL   /* TEXT; fraction zeros trimmed for timestamps */
-} tm_sqlrender;
-
-typedef struct tm_sqlrender_spec {
-  tm_sqlrender how;
-  int32_t scale;          /* DECIMAL */
-  bool timestamp;         /* TEMPORAL: trim the fraction's trailing zeros */
-} tm_sqlrender_spec;
-
-/** The rendering of a result column declared `decltype` (may be NULL). */
-tm_sqlrender_spec tm_sqlrender_for_decl(const char *decltype);
-
-/* ---- SQL access to engines (used by sql.c) ------------------------------ */
+/** Runs a prepared statement (parameters bound), discarding its result; *changed: rows. */
+int tm_db__exec_prepared(duckdb_prepared_statement ps, const char *what, int64_t *changed,
+                         tm_error *err) TM_WARN_UNUSED;
 
 /*
- * How the SQL session shows an engine's dataset:
- *   columnar engines (cayenne, arrow): a virtual table over snapshots;
- *   sqlite: ATTACH of the engine's database, whose table has the dataset's name.
+ * The watchdog: interrupts a connection's running statement once its
+ * deadline passes (the query time limit, SPEC D4). tm_db__watch returns a
+ * token for tm_db__unwatch, which reports whether the deadline fired.
  */
-bool tm_engine__is_columnar(const tm_engine *e);
-/** sqlite engines: the URI to ATTACH (owned by e) and the table name in it. */
-const char *tm_sqlite_engine__uri(const tm_engine *e);
+uint64_t tm_db__watch(tm_db *db, duckdb_connection c, int64_t deadline_ns);
+bool tm_db__unwatch(tm_db *db, uint64_t token);
+
+/* ---- DuckDB: types ---------------------------------------------------------
+ *
+ * db/types.c. The tm_type of every stored column maps onto one DuckDB type:
+ *
+ *   bool BOOLEAN; int8..int64 TINYINT..BIGINT; uint8..uint64 UTINYINT..UBIGINT;
+ *   float32 FLOAT; float64 DOUBLE (NaN and infinities kept); decimal(p,s)
+ *   DECIMAL(p,s); utf8 VARCHAR; binary and fixed(n) BLOB; uuid UUID; date32
+ *   DATE; time64(us) TIME, time64(ns) TIME_NS; timestamp(s|ms|us|ns) without
+ *   a zone TIMESTAMP_S|_MS|TIMESTAMP|TIMESTAMP_NS; with a zone (UTC)
+ *   TIMESTAMPTZ for s, ms and us, and TIMESTAMP_NS for ns (DuckDB has no
+ *   nanosecond TIMESTAMPTZ; the values are UTC instants either way).
+ *
+ * The map is exact: every value reads back as it was written, which the A3
+ * de-duplication (whole-row equality) depends on.
+ */
+
+/** The DuckDB type of t (duckdb_destroy_logical_type it). */
+duckdb_logical_type tm_duck_type(const tm_type *t);
+/** The DuckDB SQL name of t's type ("TIMESTAMPTZ", "DECIMAL(18,3)"); buf >= 32 bytes. */
+void tm_duck_type_sql(const tm_type *t, char *buf, size_t cap);
+/**
+ * The tm_type of a DuckDB type (result columns of refresh_sql). hint, when
+ * not NULL, is the type of a source column of the same name: kept when it
+ * maps to the same DuckDB type (a fixed(16) stays fixed(16), a
+ * timestamp(ms, UTC) stays so). TM_EUNSUPPORTED for types tidemark cannot
+ * store (HUGEINT, INTERVAL, LIST, ...), naming `what`.
+ */
+int tm_duck_type_to_tm(duckdb_logical_type lt, const tm_type *hint, tm_type *out,
+                       const char *what, tm_error *err) TM_WARN_UNUSED;
+/** A DuckDB value of v (a value of type t; NULL allowed). duckdb_destroy_value it. */
+duckdb_value tm_duck_value(const tm_type *t, const tm_value *v);
+
+/* ---- DuckDB: rows -----------------------------------------------------------
+ *
+ * db/vector.c. Rows move between a tm_batch (Arrow layout) and DuckDB vectors
+ * of the mapped types, at most duckdb_vector_size() rows at a time.
+ */
+
+/**
+ * Writes rows [from, from + n) of column c (of type t) into vector v, rows
+ * 0..n-1. v has t's DuckDB type; n <= duckdb_vector_size().
+ */
+int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx_t n,
+                         tm_error *err) TM_WARN_UNUSED;
+/** Appends n rows of vector v (of t's DuckDB type) to cb (of type t). */
+int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *err)
+    TM_WARN_UNUSED;
+/**
+ * Appends every row of b to app, whose columns are b's columns then
+ * n_extra more that fill_extra writes (keyed staging: arrival numbers); chunk
+ * is scratch of the appender's types, reset by the call.
+ */
+typedef int (*tm_duck_extra_fn)(duckdb_data_chunk chunk, idx_t first_col, idx_t n_rows,
+                                void *payload, tm_error *err);
+int tm_duck_append_batch(duckdb_appender app, duckdb_data_chunk chunk, const tm_batch *b,
+                         tm_duck_extra_fn fill_extra, void *payload, tm_error *err)
+    TM_WARN_UNUSED;
+
+/*
+ * A streaming query result read as tm_batches of a known schema: each batch
+ * holds up to `rows` rows (the chunks of DuckDB, gathered).
+ */
+typedef struct tm_duck_reader {
+  duckdb_result result;     /* owned: a streaming or materialized result */
+  bool has_result;
+  const tm_schema *schema;  /* borrowed: the result's columns as tm types */
+  int64_t rows;             /* batch size */
+  bool done;
+} tm_duck_reader;
+
+/** Takes r (duckdb_execute_prepared_streaming's result) into the reader. */
+void tm_duck_reader_init(tm_duck_reader *rd, duckdb_result *r, const tm_schema *schema,
+                         int64_t rows);
+/** The next batch (never empty on success), or TM_ITEROVER. */
+int tm_duck_reader_next(tm_duck_reader *rd, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
+void tm_duck_reader_dispose(tm_duck_reader *rd);
+
+/* ---- DuckDB: the tm_scan table function -------------------------------------
+ *
+ * db/scan.c. `tm_scan('name')` reads a relation that a provider registered
+ * under `name`: a sqlite dataset, a federated source, the source of a
+ * refresh_sql. At bind (each query) the provider names the columns; at init
+ * it starts a scan of the columns the query uses (projection pushdown) with a
+ * predicate to prune with (the rows are filtered by DuckDB again). Pushdown
+ * predicates come from the registry: a SQL session that extracted terms of a
+ * query's WHERE clause (sql/pushdown.c) posts them for its connection.
+ */
+
+typedef struct tm_scan_provider {
+  void *payload;
+  /**
+   * A handle for one query: the columns it has (out: initialised, empty).
+   * query identifies the query's connection: scans bound together belong to
+   * one statement, which must read one state (C5).
+   */
+  int (*bind)(void *payload, uint64_t query, void **handle, tm_schema *out, tm_error *err);
+  /** Starts reading columns cols (schema indices) of the bound relation; pred may be NULL. */
+  int (*open)(void *handle, const size_t *cols, size_t n_cols, const tm_predicate *pred,
+              void **cursor, tm_error *err);
+  /** The next batch of the projected columns (never empty), or TM_ITEROVER. */
+  int (*next)(void *cursor, tm_batch *out, tm_error *err);
+  void (*close)(void *cursor);
+  void (*unbind)(void *handle);
+  /** The provider was removed and no query uses it any more. */
+  void (*release)(void *payload);
+} tm_scan_provider;
+
+/** Registers p under name (TM_ECONFLICT when taken). */
+int tm_db__provider_add(tm_db *db, const char *name, const tm_scan_provider *p, tm_error *err)
+    TM_WARN_UNUSED;
+/** Unregisters name; its release runs once the last query using it ends. */
+void tm_db__provider_remove(tm_db *db, const char *name);
+/**
+ * Posts the predicate (copied) that scans of relation `name` started by
+ * connection c should prune with, until tm_db__pushdown_clear(c).
+ */
+int tm_db__pushdown_post(tm_db *db, duckdb_connection c, const char *name,
+                         const tm_predicate *pred, tm_error *err) TM_WARN_UNUSED;
+void tm_db__pushdown_clear(tm_db *db, duckdb_connection c);
 
 #endif

@@ -1,38 +1,43 @@
 /*
- * sql.h - SQL over the accelerations (engine layer).
+ * sql.h - SQL over the datasets, in DuckDB (engine layer; SPEC section 3, C5,
+ * C6, D4).
  *
- * A catalog lists the datasets (engines) that SQL can see; a session is one
- * SQLite connection (SQLite's dialect, SPEC section 3) in which every
- * dataset of its catalog is a table of its name:
+ * A catalog lists the datasets SQL can see in one tm_db (db.h); a session is
+ * one DuckDB connection to it. Every dataset is a relation of its name
+ * (DuckDB matches names case-insensitively):
  *
- *   sqlite engines    the engine's database, attached with a read-only URI
- *                     (SQLite attaches at most 10: beyond that, on demand,
- *                     replacing the least recently used);
- *   cayenne, arrow    a virtual table (module "tidemark") that pushes =, <,
- *                     <=, >, >=, IS [NOT] NULL and IN down into the segment
- *                     scan (zone maps skip segments) and reads only the
- *                     columns the query uses.
+ *   engines     a view over the engine's relation (tm_engine_relation): a
+ *               table of its attached database, or a tm_scan of a sqlite
+ *               table;
+ *   federated   (C6) a replacement scan: each query that names the dataset
+ *               reads its source through tm_scan, freshly described (a new
+ *               listing, the current Iceberg snapshot), delete files applied
+ *               (B12). Comparisons of the query's WHERE clause with
+ *               constants prune files and row groups on the way
+ *               (sql/pushdown.c); DuckDB checks every row again.
  *
- * A statement pins one published snapshot per columnar dataset it reads, when
- * it is planned (prepare), and keeps it until the statement is freed, so it
- * sees every dataset as of one commit even while refreshes and compactions
- * commit (SPEC C5). SQLite datasets get the same from WAL read transactions.
+ * Consistency (C5): a statement runs in one DuckDB transaction, which sees
+ * each dataset as of one commit; a refresh commits beside it without
+ * blocking it.
  *
- * Queries are read-only (SPEC D4, 1.3): an authorizer refuses INSERT,
- * UPDATE, DELETE, DDL, ATTACH/DETACH, transactions, PRAGMA that sets a value
- * or is not on a short read-only list, and the functions load_extension and
- * fts3_tokenizer. Such statements fail with TM_EINVALID and a message naming
- * what was refused. One statement per query.
+ * Read-only and bounded (SPEC D4, 1.3; sql/gate.c): one statement per query;
+ * only SELECT (with DESCRIBE, SHOW, SUMMARIZE, which are SELECTs) and
+ * EXPLAIN run; functions that read files (read_*, glob, parquet_*, ...),
+ * paths as tables, and catalog-changing or checkpointing functions are
+ * refused by name. Beneath that, the tm_db allows no file access outside the
+ * acceleration folders, installs and loads no extension and has its
+ * configuration locked. A statement is interrupted once it has run for the
+ * session's time limit (TM_ETIMEOUT); the tm_db's memory limit holds for all
+ * statements together (past it, TM_ENOMEM).
  *
- * Results render through tm_out (table, CSV, JSON) with faithful types: the
- * declared type of a result column (engine_int.h's SQL face of types) says
- * how to render its values: booleans as true/false, timestamps in RFC 3339
- * with their zone, decimals exactly with their scale.
+ * Results render through tm_out (table, CSV, JSON) with faithful types:
+ * integers and decimals exactly, floats in the shortest exact form (NaN, inf,
+ * -inf), timestamps in RFC 3339 (with `Z` for TIMESTAMPTZ), intervals in
+ * ISO 8601, nested values (LIST, STRUCT, MAP, ...) as JSON.
  *
  * Threads: the catalog is thread-safe. A session is used by one thread at a
- * time; run many sessions (one per worker) for concurrent readers; they
- * share the engines' published snapshots. tm_sql_session_interrupt may be
- * called from any thread.
+ * time; run many sessions for concurrent readers. tm_sql_session_interrupt
+ * may be called from any thread.
  */
 #ifndef TM_ENGINE_SQL_H
 #define TM_ENGINE_SQL_H
@@ -41,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/db.h"
 #include "engine/engine.h"
 #include "format/arrow/render.h"
 #include "source/source.h"
@@ -51,28 +57,28 @@ typedef struct tm_sql_catalog tm_sql_catalog;
 typedef struct tm_sql_session tm_sql_session;
 typedef struct tm_sql_stmt tm_sql_stmt;
 
-/** A new empty catalog; release with tm_sql_catalog_free after its sessions. */
-int tm_sql_catalog_new(tm_sql_catalog **out, tm_error *err) TM_WARN_UNUSED;
-/** Frees the catalog and its engine references. Every session must be freed first. */
+/**
+ * A new empty catalog over db (which it holds a reference on). One catalog
+ * per tm_db: the views it makes are the db's. Release with tm_sql_catalog_free
+ * after its sessions.
+ */
+int tm_sql_catalog_new(tm_sql_catalog **out, tm_db *db, tm_error *err) TM_WARN_UNUSED;
+/** Drops the catalog's views and frees it. Every session must be freed first. */
 void tm_sql_catalog_free(tm_sql_catalog *c);
 /**
- * Makes engine e's dataset visible as a table of its name (tm_engine_dataset).
- * The catalog keeps a reference on e. Sessions see it from their next query.
- * Errors: TM_ECONFLICT (a dataset of that name is listed), TM_ENOMEM.
+ * Makes engine e's dataset visible as a relation of its name (tm_engine_dataset),
+ * replacing what that name showed before. The catalog keeps a reference on e.
+ * Errors: TM_EINVALID (e is on another tm_db), TM_ENOMEM, DuckDB's errors.
  */
 int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) TM_WARN_UNUSED;
 /**
- * Makes a dataset without acceleration visible as a table that reads its
- * source on every query (SPEC C6): a file set, or an Iceberg table with its
- * delete files applied (B12). opts is copied; each session opens its own
- * source. Errors: TM_ECONFLICT (the name is listed), TM_ENOMEM.
+ * Makes a dataset without acceleration visible as a relation that reads its
+ * source on every query (SPEC C6). opts is copied.
+ * Errors: TM_ECONFLICT (the name is listed), TM_ENOMEM.
  */
 int tm_sql_catalog_add_source(tm_sql_catalog *c, const tm_source_options *opts, tm_error *err)
     TM_WARN_UNUSED;
-/**
- * Removes a dataset (sessions drop the table at their next query) and
- * releases the catalog's reference. Errors: TM_ENOTFOUND.
- */
+/** Removes a dataset and releases what the catalog held for it. Errors: TM_ENOTFOUND. */
 int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) TM_WARN_UNUSED;
 
 /** A session over catalog c (which must outlive it). Release with tm_sql_session_free. */
@@ -86,36 +92,12 @@ void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms);
 /** Cancels the running statement (TM_ECANCELLED). Thread-safe. */
 void tm_sql_session_interrupt(tm_sql_session *s);
 
-/* The largest string or blob one query may build or return, and the longest
- * SQL text (SQLite's SQLITE_LIMIT_LENGTH). A single function call such as
- * printf('%.*c', 1000000000, 'x') runs between two progress-handler ticks, so
- * the time limit cannot stop it; this cap bounds its memory and time. Past
- * it the query fails with "string or blob too big" (TM_EINVALID). */
-#define TM_SQL_VALUE_MAX ((int)(64 << 20))
-/** Lowers (or restores) the session's value cap; bytes is clamped to
- * [1 KiB, TM_SQL_VALUE_MAX]. */
-void tm_sql_session_set_value_limit(tm_sql_session *s, int bytes);
-
-/* What the virtual tables of a session read (cumulative since the last reset). */
-typedef struct tm_sql_scan_stats {
-  int64_t scans;            /* xFilter calls */
-  int64_t segments_total;   /* segments in the scanned snapshots */
-  int64_t segments_skipped; /* pruned by zone maps */
-  int64_t segments_read;
-  int64_t columns_read;     /* segment columns touched (only those the query uses) */
-  int64_t rows_read;        /* rows examined in read segments */
-  int64_t rows_out;         /* rows handed to SQLite */
-} tm_sql_scan_stats;
-
-/** The session's scan statistics; reset zeroes them afterwards when true. */
-tm_sql_scan_stats tm_sql_session_scan_stats(tm_sql_session *s, bool reset);
-
 /**
- * Prepares one read-only statement. At most one statement per session is
- * open at a time (TM_ECONFLICT otherwise). The caller owns *out
+ * Prepares one read-only statement and starts it. At most one statement per
+ * session is open at a time (TM_ECONFLICT otherwise). The caller owns *out
  * (tm_sql_stmt_free).
  * Errors: TM_EINVALID (syntax, unknown table or column, a refused statement,
- * more than one statement), TM_ECONFLICT, TM_ENOMEM.
+ * more than one statement), TM_ECONFLICT, TM_ETIMEOUT, TM_ENOMEM.
  */
 int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err)
     TM_WARN_UNUSED;
@@ -127,19 +109,12 @@ const char *tm_sql_column_name(const tm_sql_stmt *st, size_t i);
 /** Whether column i of the current row is NULL. */
 bool tm_sql_column_is_null(const tm_sql_stmt *st, size_t i);
 /**
- * The current row's cell i rendered as text (appended to out) and its kind
- * (number, bool, text or NULL), as the table/CSV/JSON outputs show it.
+ * The current row's cell i rendered as text (appended to out) and its kind,
+ * as the table/CSV/JSON outputs show it.
  */
 int tm_sql_column_render(tm_sql_stmt *st, size_t i, tm_buf *out, tm_cell_kind *kind,
                          tm_error *err) TM_WARN_UNUSED;
-/**
- * The current row's cell i as a value of type t (e.g. the time column's
- * type for `SELECT max(ts)`). Byte payloads are copied into *owned (tm_free;
- * NULL when none). Errors: TM_EINVALID (the value does not fit t).
- */
-int tm_sql_column_value(tm_sql_stmt *st, size_t i, const tm_type *t, tm_value *out,
-                        char **owned, tm_error *err) TM_WARN_UNUSED;
-/** Finalizes the statement and unpins its snapshots. NULL is a no-op. */
+/** Finalizes the statement. NULL is a no-op. */
 void tm_sql_stmt_free(tm_sql_stmt *st);
 
 typedef struct tm_sql_result_info {

@@ -20,8 +20,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "refresh/dedup.h"
+#include "engine/sql.h"
 #include "engine/sqlsource.h"
+#include "io/io.h"
+#include "refresh/dedup.h"
 #include "refresh/timebound.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -34,6 +36,7 @@ typedef struct accel_metrics {
 
 struct tm_accel {
   const tm_dataset_def *def;  /* borrowed; outlives the accel */
+  tm_db *db;                  /* a reference */
   char *base_dir;             /* owned or NULL */
   char *temp_dir;             /* owned or NULL */
   size_t dedup_budget;
@@ -176,8 +179,10 @@ tm_engine *tm_accel_engine(tm_accel *a) {
   return e;
 }
 
-void tm_accel_engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *on_conflict) {
+void tm_accel_engine_options(const tm_dataset_def *d, tm_db *db, tm_engine_options *o,
+                             tm_kv *on_conflict) {
   tm_engine_options_init(o);
+  o->db = db;
   o->dataset = d->name;
   o->mode = d->acceleration.mode;
   o->path = d->data_path;
@@ -193,6 +198,15 @@ void tm_accel_engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_k
   o->on_conflict = on_conflict->len ? on_conflict : NULL;
   o->time_column = d->time_column;
   o->time_format = d->time_format;
+}
+
+int tm_accel_duck_dir(const tm_dataset_def *d, char **out, tm_error *err) {
+  *out = NULL;
+  const tm_acceleration_def *a = &d->acceleration;
+  if (!d->has_acceleration || !a->enabled || a->mode != TM_ENGINE_FILE || a->engine == TM_ENGINE_SQLITE)
+    return TM_OK;
+  *out = a->engine == TM_ENGINE_CAYENNE ? tm_strdup(d->data_path) : tm_path_dirname(d->data_path);
+  return *out ? TM_OK : tm_error_nomem(err);
 }
 
 void tm_accel_source_options(const tm_dataset_def *d, const char *base_dir, tm_source_options *so) {
@@ -213,9 +227,11 @@ static const char *time_column_name(const tm_dataset_def *d) { return d->time_co
 
 int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_options *opts,
                  tm_error *err) {
+  if (!opts || !opts->db) return tm_error_set(err, TM_EINVALID, "accel options without a DuckDB instance");
   tm_accel *a = tm_calloc(1, sizeof *a);
   if (!a) return tm_error_nomem(err);
   a->def = def;
+  a->db = tm_db_retain(opts->db);
   pthread_mutex_init(&a->refresh_lock, NULL);
   pthread_mutex_init(&a->state_lock, NULL);
   int rc = TM_OK;
@@ -237,7 +253,7 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
     tm_engine_options eo;
     tm_kv oc;
     tm_kv_init(&oc);
-    tm_accel_engine_options(a->def, &eo, &oc);
+    tm_accel_engine_options(a->def, a->db, &eo, &oc);
     tm_error e2;
     tm_error_init(&e2);
     int orc = tm_engine_open(&a->engine, acc->engine, NULL, &eo, &e2);
@@ -262,6 +278,11 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
     } else if (orc == TM_ECORRUPT) {
       tm_log(TM_LOG_WARN, def->name, "the acceleration is damaged; the next refresh rebuilds it: %s",
              e2.message);
+      a->engine = NULL;
+    } else if (orc == TM_ECONFLICT) {
+      /* Another process owns the files (SPEC 1.2): nothing here may use them. */
+      tm_error_copy(err, &e2);
+      rc = orc;
       a->engine = NULL;
     } else if (orc != TM_ENOTFOUND) {
       tm_log(TM_LOG_WARN, def->name, "cannot open the acceleration: %s", e2.message);
@@ -292,6 +313,7 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
 void tm_accel_free(tm_accel *a) {
   if (!a) return;
   tm_engine_release(a->engine);
+  tm_db_release(a->db);
   tm_source_free(a->source);
   tm_free(a->base_dir);
   tm_free(a->temp_dir);
@@ -344,6 +366,7 @@ typedef struct run {
   tm_error *err;
   const tm_schema *schema;   /* the acceleration's schema (the source's, or refresh_sql's) */
   tm_sqlsource *sql;         /* refresh_sql over the source, or NULL */
+  bool new_engine;           /* engine is not published yet: its first commit publishes it */
   const char *refresh_sql;   /* the effective refresh_sql, or NULL */
   bool has_tc;
   tm_time_column tc;
@@ -354,72 +377,61 @@ typedef struct run {
   tm_source_table table;
 } run;
 
-/* Opens (or recreates, B9) the engine for the acceleration's schema. */
+/*
+ * The engine for the acceleration's schema. The published engine when its
+ * schema is the one read; otherwise a new engine for it: in file mode one
+ * that replaces the stored rows at its first commit (B9: the old rows and
+ * their saved snapshot serve until then), in memory mode an empty one. A new
+ * engine is published when the refresh commits (publish_engine).
+ */
 static int ensure_engine(run *r, bool *recreated) {
   tm_accel *a = r->a;
   const tm_dataset_def *d = a->def;
+  *recreated = false;
+  tm_engine *e = tm_accel_engine(a);
+  if (e && tm_schema_equal(tm_engine_schema(e), r->schema)) {
+    r->engine = e;
+    return TM_OK;
+  }
   tm_engine_options eo;
   tm_kv oc;
   tm_kv_init(&oc);
-  tm_accel_engine_options(a->def, &eo, &oc);
-  *recreated = false;
+  tm_accel_engine_options(d, a->db, &eo, &oc);
+  tm_engine_kind kind = d->acceleration.engine;
   int rc = TM_OK;
-  tm_engine *e = tm_accel_engine(a);
-  if (e && !tm_schema_equal(tm_engine_schema(e), r->schema)) {
+  tm_engine *created = NULL;
+  if (e) {
     tm_log(TM_LOG_INFO, d->name,
-           "the source's schema changed: recreating the acceleration (the saved snapshot is "
-           "discarded, SPEC B9)");
-    tm_engine_release(e);
-    e = NULL;
-    pthread_mutex_lock(&a->state_lock);
-    tm_engine *old = a->engine;
-    a->engine = NULL;
-    a->ready = false;
-    a->mem_has_snapshot = false;
-    pthread_mutex_unlock(&a->state_lock);
-    tm_engine_release(old);
-    if (d->acceleration.mode == TM_ENGINE_FILE)
-      rc = tm_engine_drop(d->acceleration.engine, &eo, r->err);
+           "the source's schema changed: the acceleration is rebuilt for it (the stored rows "
+           "serve until the rebuild commits; the saved snapshot is discarded, SPEC B9)");
     *recreated = true;
   }
-  if (rc == TM_OK && !e) {
-    tm_engine *created = NULL;
-    tm_engine_kind kind = d->acceleration.engine;
-    if (d->acceleration.mode == TM_ENGINE_FILE) {
-      /* Reopen what is stored; a different schema is B9 (drop, create). A
-       * conflict here means another process holds it: never drop then. */
-      rc = tm_engine_open(&created, kind, NULL, &eo, r->err);
-      if (rc == TM_ECORRUPT) {
-        tm_log(TM_LOG_WARN, d->name, "the stored acceleration is damaged, rebuilding it: %s",
-               r->err ? r->err->message : "");
-        rc = tm_engine_drop(kind, &eo, r->err);
-        *recreated = true;
-        if (rc == TM_OK) rc = TM_ENOTFOUND;
-      }
-      if (rc == TM_OK && !tm_schema_equal(tm_engine_schema(created), r->schema)) {
-        tm_log(TM_LOG_INFO, d->name,
-               "the stored acceleration has another schema: recreating it (the saved snapshot "
-               "is discarded, SPEC B9)");
-        tm_engine_release(created);
-        created = NULL;
-        rc = tm_engine_drop(kind, &eo, r->err);
-        *recreated = true;
-        if (rc == TM_OK) rc = TM_ENOTFOUND;
-      }
-      if (rc == TM_ENOTFOUND) rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
-    } else {
-      rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
-    }
-    if (rc == TM_OK) {
-      pthread_mutex_lock(&a->state_lock);
-      a->engine = created;
-      pthread_mutex_unlock(&a->state_lock);
-      e = tm_engine_retain(created);
-    }
+  rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
+  if (rc == TM_ECORRUPT && d->acceleration.mode == TM_ENGINE_FILE && !e) {
+    tm_log(TM_LOG_WARN, d->name, "the stored acceleration is damaged, rebuilding it: %s",
+           r->err ? r->err->message : "");
+    rc = tm_engine_drop(kind, &eo, r->err);
+    if (rc == TM_OK) rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
+    *recreated = true;
   }
   tm_kv_dispose(&oc);
-  r->engine = e;
-  return rc;
+  tm_engine_release(e);
+  if (rc < 0) return rc;
+  r->engine = created;
+  r->new_engine = true;
+  return TM_OK;
+}
+
+/* Makes the run's new engine the accel's (after its first commit). */
+static void publish_engine(run *r) {
+  if (!r->new_engine) return;
+  tm_accel *a = r->a;
+  pthread_mutex_lock(&a->state_lock);
+  tm_engine *old = a->engine;
+  a->engine = tm_engine_retain(r->engine);
+  pthread_mutex_unlock(&a->state_lock);
+  tm_engine_release(old);
+  r->new_engine = false;
 }
 
 /* The saved snapshot (B2): the engine's state map in file mode, memory otherwise. */
@@ -463,13 +475,11 @@ static int high_water_mark(run *r, tm_instant *hwm, bool *found) {
   }
   /* ISO8601 text: the lexicographic maximum is not the latest instant when
    * zones differ, so scan the column and compare instants. */
-  tm_engine_snapshot *snap = NULL;
   tm_engine_scan *sc = NULL;
   int idx = tm_schema_find(tm_engine_schema(r->engine), col);
   if (idx < 0) return tm_error_set(r->err, TM_ENOTFOUND, "no time column '%s'", col);
   size_t cols[1] = {(size_t)idx};
-  int rc = tm_engine_snapshot_acquire(r->engine, &snap, r->err);
-  if (rc == TM_OK) rc = tm_engine_snapshot_scan(snap, cols, 1, NULL, &sc, r->err);
+  int rc = tm_engine_scan_open(r->engine, cols, 1, NULL, &sc, r->err);
   tm_batch b;
   tm_batch_init(&b);
   while (rc == TM_OK && (rc = tm_engine_scan_next(sc, &b, r->err)) == TM_OK) {
@@ -482,16 +492,13 @@ static int high_water_mark(run *r, tm_instant *hwm, bool *found) {
   }
   if (rc == TM_ITEROVER) rc = TM_OK;
   tm_engine_scan_free(sc);
-  tm_engine_snapshot_release(snap);
   return rc;
 }
 
 /* Feeds the stored rows of the window (time >= bound) into the de-duplicator. */
 static int load_window(run *r, const tm_predicate *window, tm_dedup *dd) {
-  tm_engine_snapshot *snap = NULL;
   tm_engine_scan *sc = NULL;
-  int rc = tm_engine_snapshot_acquire(r->engine, &snap, r->err);
-  if (rc == TM_OK) rc = tm_engine_snapshot_scan(snap, NULL, 0, window, &sc, r->err);
+  int rc = tm_engine_scan_open(r->engine, NULL, 0, window, &sc, r->err);
   tm_batch b;
   tm_batch_init(&b);
   while (rc == TM_OK && (rc = tm_engine_scan_next(sc, &b, r->err)) == TM_OK) {
@@ -500,7 +507,6 @@ static int load_window(run *r, const tm_predicate *window, tm_dedup *dd) {
   }
   if (rc == TM_ITEROVER) rc = TM_OK;
   tm_engine_scan_free(sc);
-  tm_engine_snapshot_release(snap);
   return rc;
 }
 
@@ -678,7 +684,7 @@ static int do_refresh(run *r) {
   r->schema = tm_source_schema(a->source);
   r->refresh_sql = r->req->sql ? r->req->sql : d->acceleration.refresh_sql;
   if (r->refresh_sql) {
-    TM_TRY(tm_sqlsource_new(&r->sql, a->source, d->name, r->refresh_sql, r->err));
+    TM_TRY(tm_sqlsource_new(&r->sql, a->db, a->source, d->name, r->refresh_sql, r->err));
     r->schema = tm_sqlsource_schema(r->sql);
   }
   const char *tcol = time_column_name(d);
@@ -785,7 +791,7 @@ static int do_refresh(run *r) {
     memset(&ci, 0, sizeof ci);
     /* An append that adds nothing and changes no state commits nothing:
      * a no-op refresh writes no manifest and syncs no file. */
-    bool noop = dec.kind != TM_READ_FULL && r->rows_offered == 0 &&
+    bool noop = dec.kind != TM_READ_FULL && r->rows_offered == 0 && !r->new_engine &&
                 a->def->acceleration.mode == TM_ENGINE_FILE && same_state(&r->state, &r->stored_state);
     if (rc == TM_OK && noop) {
       tm_engine_txn_abort(txn);
@@ -795,6 +801,7 @@ static int do_refresh(run *r) {
     } else if (rc == TM_OK) {
       rc = tm_engine_txn_commit(txn, &r->state, &ci, r->err);
       txn = NULL;
+      if (rc == TM_OK) publish_engine(r);
     }
     if (rc == TM_OK) {
       res->rows_written = ci.rows_written;
@@ -956,39 +963,6 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
 
 /* ---- retention ---------------------------------------------------------------- */
 
-/*
- * The condition of `DELETE FROM <dataset> WHERE <cond>` (the config loader
- * checked that it starts with DELETE). The table must be the dataset.
- */
-static int retention_condition(const char *sql, const char *dataset, char **out, tm_error *err) {
-  const char *p = sql;
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-  const char *words[] = {"DELETE", "FROM"};
-  for (int w = 0; w < 2; w++) {
-    size_t n = strlen(words[w]);
-    if (strncasecmp(p, words[w], n) != 0 || (p[n] != ' ' && p[n] != '\t' && p[n] != '\n'))
-      return tm_error_set(err, TM_EINVALID, "retention_sql must read DELETE FROM %s WHERE ...", dataset);
-    p += n;
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-  }
-  size_t len = strlen(dataset);
-  bool quoted = *p == '"';
-  if (quoted) p++;
-  if (strncasecmp(p, dataset, len) != 0)
-    return tm_error_set(err, TM_EINVALID, "retention_sql must delete from %s", dataset);
-  p += len;
-  if (quoted && *p++ != '"') return tm_error_set(err, TM_EINVALID, "retention_sql must delete from %s", dataset);
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-  if (strncasecmp(p, "WHERE", 5) != 0 || !(p[5] == ' ' || p[5] == '\t' || p[5] == '\n' || p[5] == '('))
-    return tm_error_set(err, TM_EINVALID, "retention_sql needs a WHERE clause");
-  p += 5;
-  size_t n = strlen(p);
-  while (n && (p[n - 1] == ';' || p[n - 1] == ' ' || p[n - 1] == '\n' || p[n - 1] == '\t')) n--;
-  if (n == 0) return tm_error_set(err, TM_EINVALID, "retention_sql has an empty WHERE clause");
-  *out = tm_strndup(p, n);
-  return *out ? TM_OK : tm_error_nomem(err);
-}
-
 int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_error *err) {
   const tm_dataset_def *d = a->def;
   const tm_acceleration_def *acc = &d->acceleration;
@@ -1009,7 +983,7 @@ int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_err
     rc = tm_engine_txn_delete_before(txn, cutoff.sec, cutoff.nsec, &by_time, err);
   }
   if (rc == TM_OK && acc->retention_sql) {
-    rc = retention_condition(acc->retention_sql, d->name, &where, err);
+    rc = tm_sql_retention_condition(acc->retention_sql, d->name, &where, err);
     if (rc == TM_OK) rc = tm_engine_txn_delete_where(txn, where, &by_sql, err);
   }
   if (rc == TM_OK) {

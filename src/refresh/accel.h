@@ -28,13 +28,14 @@ typedef struct tm_accel tm_accel;
 
 typedef struct tm_accel_options {
   int version;          /* TM_ACCEL_OPTIONS_VERSION */
+  tm_db *db;            /* required: the DuckDB instance the engines live in */
   tm_metrics *metrics;  /* may be NULL; families are registered on it */
   const char *base_dir; /* the config's folder (relative source paths) */
   size_t dedup_budget;  /* bytes for A3 de-duplication before spilling; 0: 256 MiB */
   const char *temp_dir; /* spill files; NULL: TMPDIR or /tmp */
 } tm_accel_options;
 
-#define TM_ACCEL_OPTIONS_VERSION 1
+#define TM_ACCEL_OPTIONS_VERSION 2
 void tm_accel_options_init(tm_accel_options *o);
 
 typedef enum tm_accel_status {
@@ -131,11 +132,16 @@ int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_err
 
 const tm_dataset_def *tm_accel_def(const tm_accel *a);
 /**
- * Fills o with the engine options of dataset d: mode, path, primary key,
- * time column, and on_conflict, whose rules go into oc (caller-owned, must
- * outlive o; o->on_conflict points at it when it holds any).
+ * Fills o with the engine options of dataset d on db: mode, path, primary
+ * key, time column, and on_conflict, whose rules go into oc (caller-owned,
+ * must outlive o; o->on_conflict points at it when it holds any).
  */
-void tm_accel_engine_options(const tm_dataset_def *d, tm_engine_options *o, tm_kv *oc);
+void tm_accel_engine_options(const tm_dataset_def *d, tm_db *db, tm_engine_options *o, tm_kv *oc);
+/**
+ * The folder a file-mode DuckDB-engine acceleration of d lives in (which the
+ * tm_db must allow), or NULL for memory mode and sqlite. *out: tm_free.
+ */
+int tm_accel_duck_dir(const tm_dataset_def *d, char **out, tm_error *err) TM_WARN_UNUSED;
 /**
  * Fills so with the source options of dataset d (from, params, time columns);
  * relative paths resolve against base_dir. so borrows from d and base_dir.

@@ -5,8 +5,14 @@
  */
 #include "runtime/runtime.h"
 
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "io/io.h"
 
 #include "runtime/http/http.h"
 #include "runtime/runtime_int.h"
@@ -76,13 +82,38 @@ void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
   }
   tm_error err;
   tm_error_init(&err);
-  if (old) {
-    if (tm_sql_catalog_remove(rt->catalog, ds->def->name, &err) != TM_OK)
-      tm_log(TM_LOG_WARN, ds->def->name, "cannot remove the table from SQL: %s", err.message);
-    tm_engine_release(old);
-  }
+  /* Adding replaces the view in one statement: queries see the old or the new engine. */
   if (e && tm_sql_catalog_add(rt->catalog, e, &err) != TM_OK)
     tm_log(TM_LOG_ERROR, ds->def->name, "cannot add the table to SQL: %s", err.message);
+  if (!e && old && tm_sql_catalog_remove(rt->catalog, ds->def->name, &err) != TM_OK)
+    tm_log(TM_LOG_WARN, ds->def->name, "cannot remove the table from SQL: %s", err.message);
+  tm_engine_release(old);
+}
+
+int tm_runtime_db_open(const tm_config *cfg, tm_db **out, tm_error *err) {
+  tm_db_options o;
+  tm_db_options_init(&o);
+  o.threads = cfg->query_threads;
+  o.memory_limit = cfg->query_memory_limit;
+  char **dirs = tm_calloc(cfg->n_datasets + 1, sizeof *dirs);
+  char *temp = cfg->query_temp_dir ? tm_strdup(cfg->query_temp_dir)
+                                   : tm_asprintf("%s/.tidemark/tmp", cfg->dir);
+  int rc = dirs && temp ? TM_OK : tm_error_nomem(err);
+  size_t n = 0;
+  if (rc == TM_OK && !(dirs[n++] = tm_strdup(cfg->data_dir))) rc = tm_error_nomem(err);
+  for (size_t i = 0; rc == TM_OK && i < cfg->n_datasets; i++) {
+    char *d = NULL;
+    rc = tm_accel_duck_dir(&cfg->datasets[i], &d, err);
+    if (d) dirs[n++] = d;
+  }
+  o.dirs = (const char *const *)dirs;
+  o.n_dirs = n;
+  o.temp_dir = temp;
+  if (rc == TM_OK) rc = tm_db_open(out, &o, err);
+  for (size_t i = 0; dirs && i < n; i++) tm_free(dirs[i]);
+  tm_free(dirs);
+  tm_free(temp);
+  return rc;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
@@ -156,7 +187,8 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
     rc = tm_http_parse_addr(rt->metrics_addr, &ss, &len, &lb, err);
   if (rc == TM_OK && !(rt->metrics = tm_metrics_new())) rc = tm_error_nomem(err);
   if (rc == TM_OK) rc = register_metrics(rt, err);
-  if (rc == TM_OK) rc = tm_sql_catalog_new(&rt->catalog, err);
+  if (rc == TM_OK) rc = tm_runtime_db_open(cfg, &rt->db, err);
+  if (rc == TM_OK) rc = tm_sql_catalog_new(&rt->catalog, rt->db, err);
   if (rc == TM_OK) {
     rt->n_ds = cfg->n_datasets;
     rt->ds = tm_calloc(rt->n_ds ? rt->n_ds : 1, sizeof *rt->ds);
@@ -181,6 +213,84 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   }
   *out = rt;
   return TM_OK;
+}
+
+/* ---- the server file ---------------------------------------------------------------------- */
+
+static char *server_file(const tm_config *cfg) {
+  return tm_path_join(cfg->data_dir, TM_RUNTIME_SERVER_FILE);
+}
+
+/* The address clients reach the API at: a wildcard bind is reached on loopback. */
+static char *client_url(const char *addr, int port) {
+  const char *colon = strrchr(addr, ':');
+  size_t host_len = colon ? (size_t)(colon - addr) : 0;
+  char host[256];
+  snprintf(host, sizeof host, "%.*s", (int)host_len, addr);
+  const char *h = host;
+  if (!*h || !strcmp(h, "0.0.0.0") || !strcmp(h, "*")) h = "127.0.0.1";
+  else if (!strcmp(h, "[::]")) h = "[::1]";
+  return tm_asprintf("http://%s:%d", h, port);
+}
+
+static void write_server_file(tm_runtime *rt) {
+  char *path = server_file(rt->cfg);
+  char *url = client_url(rt->http_addr, tm_runtime_port(rt, "http"));
+  tm_error err;
+  tm_error_init(&err);
+  int rc = path && url ? tm_mkdir_p(rt->cfg->data_dir, &err) : tm_error_nomem(&err);
+  char doc[1024];
+  int n = snprintf(doc, sizeof doc, "{\"pid\": %d, \"url\": \"%s\"}\n", (int)getpid(), url ? url : "");
+  if (rc == TM_OK) rc = tm_write_file_atomic(path, doc, (size_t)n, &err);
+  if (rc != TM_OK)
+    tm_log(TM_LOG_WARN, NULL, "cannot write %s (tidemark sql and status will not find this server): %s",
+           path ? path : TM_RUNTIME_SERVER_FILE, err.message);
+  else rt->wrote_server_file = true;
+  tm_free(path);
+  tm_free(url);
+}
+
+static void remove_server_file(tm_runtime *rt) {
+  if (!rt->wrote_server_file) return;
+  char *url = NULL;
+  int64_t pid = 0;
+  tm_error err;
+  /* Only ours: a newer server may have taken the folder since. */
+  if (tm_runtime_owner(rt->cfg, &url, &pid, &err) == TM_OK && pid == (int64_t)getpid()) {
+    char *path = server_file(rt->cfg);
+    if (path) unlink(path);
+    tm_free(path);
+  }
+  tm_free(url);
+  rt->wrote_server_file = false;
+}
+
+int tm_runtime_owner(const tm_config *cfg, char **url_out, int64_t *pid_out, tm_error *err) {
+  char *path = server_file(cfg);
+  if (!path) return tm_error_nomem(err);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = tm_read_file(path, 4096, &text, &len, err);
+  json_t *j = NULL;
+  if (rc == TM_OK) {
+    json_error_t je;
+    j = json_loadb(text, len, 0, &je);
+    const char *url = json_string_value(json_object_get(j, "url"));
+    json_t *pid = json_object_get(j, "pid");
+    if (!url || !json_is_integer(pid) || json_integer_value(pid) <= 0)
+      rc = tm_error_set(err, TM_ENOTFOUND, "%s: not a server file", path);
+    else if (kill((pid_t)json_integer_value(pid), 0) != 0 && errno == ESRCH)
+      rc = tm_error_set(err, TM_ENOTFOUND, "%s: the server (pid %lld) is gone", path,
+                        (long long)json_integer_value(pid));
+    else if (!(*url_out = tm_strdup(url))) rc = tm_error_nomem(err);
+    else *pid_out = json_integer_value(pid);
+  } else {
+    rc = tm_error_set(err, TM_ENOTFOUND, "no server owns %s", cfg->data_dir);
+  }
+  json_decref(j);
+  tm_free(text);
+  tm_free(path);
+  return rc;
 }
 
 int tm_runtime_start(tm_runtime *rt, tm_error *err) {
@@ -222,6 +332,7 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
   pthread_mutex_lock(&rt->mu);
   rt->started = true;
   pthread_mutex_unlock(&rt->mu);
+  write_server_file(rt);
   return TM_OK;
 }
 
@@ -248,6 +359,7 @@ void tm_runtime_stop(tm_runtime *rt) {
   tm_http_server_free(rt->http);
   tm_http_server_free(rt->metrics_http);
   rt->http = rt->metrics_http = NULL;
+  remove_server_file(rt);
   tm_log(TM_LOG_INFO, NULL, "stopped");
 }
 
@@ -267,6 +379,7 @@ void tm_runtime_free(tm_runtime *rt) {
     tm_free(ds->snapshot_key);
   }
   tm_free(rt->ds);
+  tm_db_release(rt->db);
   tm_objstore_free(rt->snap_store);
   tm_free(rt->snap_prefix);
   tm_metrics_free(rt->metrics);

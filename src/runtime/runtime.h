@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/db.h"
 #include "runtime/config/config.h"
 #include "util/error.h"
 
@@ -83,5 +84,29 @@ bool tm_runtime_ready(tm_runtime *rt);
 
 /** The bound port of the HTTP API (which = "http") or metrics ("metrics"); 0 if none. */
 int tm_runtime_port(tm_runtime *rt, const char *which);
+
+/**
+ * Opens the DuckDB instance for cfg's datasets (the one a runtime, and every
+ * command working on the accelerations in-process, uses): runtime.query's
+ * memory limit, threads and spill folder (default <config dir>/.tidemark/tmp),
+ * and the folders of every file-mode acceleration (db.h). *out: tm_db_release.
+ */
+int tm_runtime_db_open(const tm_config *cfg, tm_db **out, tm_error *err) TM_WARN_UNUSED;
+
+/*
+ * One process owns an acceleration's files (DuckDB locks them). A started
+ * runtime says so in <data dir>/server.json, {"pid": N, "url": "http://..."},
+ * removed when it stops, so that `tidemark sql|status|refresh` on the same
+ * config ask it instead of opening the files (SPEC 1.2).
+ */
+#define TM_RUNTIME_SERVER_FILE "server.json"
+
+/**
+ * The URL of the live runtime that owns cfg's data folder: its server file
+ * names a process that exists. *url_out (tm_free) and *pid_out; TM_ENOTFOUND
+ * when there is none (or the file is stale).
+ */
+int tm_runtime_owner(const tm_config *cfg, char **url_out, int64_t *pid_out, tm_error *err)
+    TM_WARN_UNUSED;
 
 #endif

@@ -64,7 +64,9 @@ struct tm_runtime {
   pthread_t *workers;           /* owned */
   int n_workers;                /* started workers */
   bool started, stopping, stopped;
+  bool wrote_server_file;       /* <data dir>/server.json is ours */
   volatile int cancel;          /* set at shutdown: refreshes in flight roll back */
+  tm_db *db;                    /* owned reference: the DuckDB instance */
   tm_sql_catalog *catalog;      /* owned */
   pthread_mutex_t pool_mu;      /* guards the idle session pool */
   tm_sql_session **pool;        /* owned idle sessions */

@@ -106,6 +106,7 @@ static int run_load(tm_runtime *rt, tm_rt_dataset *ds, tm_error *err) {
   tm_accel_options ao;
   tm_accel_options_init(&ao);
   ao.metrics = rt->metrics;
+  ao.db = rt->db;
   ao.base_dir = rt->cfg->dir;
   tm_accel *a = NULL;
   TM_TRY(tm_accel_new(&a, d, &ao, err));

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -37,6 +38,44 @@ tm_strview tm_sv_trim(tm_strview v) {
 
 bool tm_str_has_prefix(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool tm_utf8_valid(const char *s, size_t len, size_t *bad_at) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < len) {
+    /* ASCII runs, eight bytes at a time. */
+    while (i + 8 <= len) {
+      uint64_t w;
+      memcpy(&w, p + i, 8);
+      if (w & UINT64_C(0x8080808080808080)) break;
+      i += 8;
+    }
+    if (i >= len) break;
+    unsigned c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n;
+    unsigned min;
+    if (c >= 0xC2 && c <= 0xDF) n = 1, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF) n = 2, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) n = 3, min = 0x10000;
+    else goto bad;
+    if (len - i <= n) goto bad;
+    unsigned cp = c & (0x3Fu >> n);
+    for (size_t k = 1; k <= n; k++) {
+      if ((p[i + k] & 0xC0) != 0x80) goto bad;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) goto bad;
+    i += n + 1;
+  }
+  return true;
+bad:
+  if (bad_at) *bad_at = i;
+  return false;
 }
 
 bool tm_str_has_suffix(const char *s, const char *suffix) {
@@ -171,4 +210,27 @@ int tm_kv_copy(tm_kv *dst, const tm_kv *src, tm_error *err) {
   for (size_t i = 0; i < src->len; i++)
     TM_TRY(tm_kv_set(dst, src->items[i].key, src->items[i].value, err));
   return TM_OK;
+}
+
+int tm_size_parse(const char *s, int64_t *out) {
+  if (!s) return TM_EINVALID;
+  size_t i = 0, n = strlen(s);
+  while (i < n && s[i] == ' ') i++;
+  size_t start = i;
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  int64_t v;
+  if (i == start || tm_parse_int64(s + start, i - start, &v) != TM_OK) return TM_EINVALID;
+  while (i < n && s[i] == ' ') i++;
+  static const struct { const char *unit; int64_t mul; } k[] = {
+      {"", 1},         {"b", 1},
+      {"kb", 1000},    {"mb", 1000000},       {"gb", 1000000000},       {"tb", 1000000000000},
+      {"kib", 1 << 10}, {"mib", 1 << 20},     {"gib", INT64_C(1) << 30}, {"tib", INT64_C(1) << 40},
+      {"k", 1 << 10},  {"m", 1 << 20},        {"g", INT64_C(1) << 30},
+  };
+  for (size_t u = 0; u < sizeof k / sizeof k[0]; u++)
+    if (strcasecmp(s + i, k[u].unit) == 0) {
+      if (__builtin_mul_overflow(v, k[u].mul, out)) return TM_EINVALID;
+      return TM_OK;
+    }
+  return TM_EINVALID;
 }

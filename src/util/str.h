@@ -30,11 +30,23 @@ bool tm_sv_eq_nocase(tm_strview a, const char *s);
 tm_strview tm_sv_trim(tm_strview v);
 bool tm_str_has_prefix(const char *s, const char *prefix);
 bool tm_str_has_suffix(const char *s, const char *suffix);
+/**
+ * Whether [s, s+len) is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). *bad_at (may be NULL) gets the offset
+ * of the first bad byte.
+ */
+bool tm_utf8_valid(const char *s, size_t len, size_t *bad_at);
 
 /** Whole-string decimal parses; TM_EINVALID on empty, garbage or overflow. */
 int tm_parse_int64(const char *s, size_t len, int64_t *out) TM_WARN_UNUSED;
 int tm_parse_uint64(const char *s, size_t len, uint64_t *out) TM_WARN_UNUSED;
 int tm_parse_double(const char *s, size_t len, double *out) TM_WARN_UNUSED;
+/**
+ * A size in bytes: a number with an optional unit, B, KB, MB, GB, TB (powers
+ * of 1000) or KiB, MiB, GiB, TiB (powers of 1024), case-insensitive, spaces
+ * allowed before the unit. TM_EINVALID on garbage or overflow.
+ */
+int tm_size_parse(const char *s, int64_t *out) TM_WARN_UNUSED;
 /** "true"/"false" (also yes/no, on/off, 1/0), case-insensitive. */
 int tm_parse_bool(const char *s, size_t len, bool *out) TM_WARN_UNUSED;
 

@@ -4,6 +4,8 @@
  */
 #include "refresh_fixture.h"
 
+#include "runtime/runtime.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +199,7 @@ static void open_accel(rfx *f) {
   tm_accel_options o;
   tm_accel_options_init(&o);
   o.base_dir = f->cfg.dir;
+  o.db = f->db;
   TM_ASSERT_OK(tm_accel_new(&f->a, &f->cfg.datasets[0], &o, &err), &err);
 }
 
@@ -208,6 +211,7 @@ void rfx_open(rfx *f, const char *dir, const char *yaml) {
   TM_ASSERT(f->yaml);
   TM_ASSERT_OK(tm_config_load_text(&f->cfg, yaml, strlen(yaml), "t.yaml", dir, &err), &err);
   f->has_cfg = true;
+  TM_ASSERT_OK(tm_runtime_db_open(&f->cfg, &f->db, &err), &err);
   open_accel(f);
 }
 
@@ -220,6 +224,8 @@ void rfx_reopen(rfx *f) {
 void rfx_close(rfx *f) {
   tm_accel_free(f->a);
   f->a = NULL;
+  tm_db_release(f->db);
+  f->db = NULL;
   if (f->has_cfg) tm_config_dispose(&f->cfg);
   f->has_cfg = false;
   tm_free(f->yaml);
@@ -249,10 +255,8 @@ int rfx_accel_sig(tm_accel *a, rfx_sig *out, tm_error *err) {
     idx[i] = tm_schema_find(schema, names[i]);
     TM_ASSERT_MSG(idx[i] >= 0, "the acceleration has no column %s", names[i]);
   }
-  tm_engine_snapshot *snap = NULL;
   tm_engine_scan *sc = NULL;
-  int rc = tm_engine_snapshot_acquire(e, &snap, err);
-  if (rc == TM_OK) rc = tm_engine_snapshot_scan(snap, NULL, 0, NULL, &sc, err);
+  int rc = tm_engine_scan_open(e, NULL, 0, NULL, &sc, err);
   tm_batch b;
   while (rc == TM_OK && (rc = tm_engine_scan_next(sc, &b, err)) == TM_OK) {
     for (int64_t r = 0; r < b.n_rows; r++) sig_add_row(out, &b, idx, r);
@@ -260,7 +264,6 @@ int rfx_accel_sig(tm_accel *a, rfx_sig *out, tm_error *err) {
   }
   if (rc == TM_ITEROVER) rc = TM_OK;
   tm_engine_scan_free(sc);
-  tm_engine_snapshot_release(snap);
   tm_engine_release(e);
   return rc;
 }

@@ -52,6 +52,7 @@ typedef struct rfx {
   char *yaml;     /* owned: the config text */
   tm_config cfg;
   bool has_cfg;
+  tm_db *db;      /* the DuckDB instance (tm_runtime_db_open of cfg) */
   tm_accel *a;    /* NULL when closed */
 } rfx;
 
@@ -88,6 +89,7 @@ typedef struct rfx_scenario {
 #define RFX_CAYENNE "      engine: cayenne\n"
 #define RFX_SQLITE "      engine: sqlite\n      mode: file\n"
 #define RFX_ARROW "      engine: arrow\n"
+#define RFX_DUCKDB "      engine: duckdb\n      mode: file\n"
 
 /*
  * A scenario's starting point in a folder: the source (data/ with

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/db.h"
 #include "io/io.h"
 #include "util/alloc.h"
 
@@ -23,6 +24,7 @@ static int g_n_tests;
 static jmp_buf g_jmp;
 static char g_tmpdir[512];
 static char g_root_tmp[512];
+static tm_db *g_db;
 
 void tm_test__register(const char *name, tm_test_fn fn, const char *file) {
   if (g_n_tests >= MAX_TESTS) {
@@ -97,6 +99,23 @@ void tm_test_write_file(const char *path, const char *text) {
   fclose(f);
 }
 
+tm_db *tm_test_db(void) {
+  if (!g_db) {
+    tm_db_options o;
+    tm_db_options_init(&o);
+    const char *dirs[1] = {tm_test_tmpdir()};
+    o.dirs = dirs;
+    o.n_dirs = 1;
+    o.threads = 2;
+    o.memory_limit = (int64_t)1 << 30;
+    tm_error err;
+    tm_error_init(&err);
+    if (tm_db_open(&g_db, &o, &err) != TM_OK)
+      tm_test__fail(__FILE__, __LINE__, "tm_db_open: %s", err.message);
+  }
+  return g_db;
+}
+
 bool tm_test_stress(void) {
   const char *s = getenv("TM_STRESS");
   return s && *s && strcmp(s, "0") != 0;
@@ -119,6 +138,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "  %s ...\n", g_tests[i].name);
     if (setjmp(g_jmp) == 0) {
       g_tests[i].fn();
+      tm_db_release(g_db);
+      g_db = NULL;
       fprintf(stderr, "  ok   %s\n", g_tests[i].name);
       if (g_tmpdir[0]) {
         tm_error err;
@@ -127,6 +148,8 @@ int main(int argc, char **argv) {
       }
     } else {
       failed++;
+      tm_db_release(g_db); /* engines a failed case left open keep it alive */
+      g_db = NULL;
       fprintf(stderr, "  FAIL %s (%s)%s%s\n", g_tests[i].name, g_tests[i].file,
               g_tmpdir[0] ? "; files kept in " : "", g_tmpdir);
     }

@@ -104,6 +104,12 @@ const char *tm_test_bin(void);
 const char *tm_test_path(const char *name);
 /** Writes a whole file (test setup); fails the test on error. */
 void tm_test_write_file(const char *path, const char *text);
+/**
+ * A DuckDB instance for the running case (engine/db.h), whose allowed folder
+ * is the case's tmpdir; released after the case. Engines of the case must be
+ * released before it ends.
+ */
+struct tm_db *tm_test_db(void);
 /** Whether TM_STRESS is set (long variants of tests run). */
 bool tm_test_stress(void);
 

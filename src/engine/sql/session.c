@@ -1,227 +1,306 @@
 /*
- * session.c - SQL sessions over the catalog of accelerations (engine layer).
- * See sql.h.
+ * session.c - the SQL catalog, sessions and statements over DuckDB (engine
+ * layer). See sql.h.
  *
- * A session is one in-memory SQLite connection. Before each statement it
- * brings its tables in line with the catalog: a "tidemark" virtual table in
- * the temp schema per columnar dataset, an ATTACH (read-only URI) per sqlite
- * dataset. SQLite allows 10 attached databases; beyond that a query that
- * names a detached sqlite dataset attaches it in place of the least recently
- * used one and is prepared again.
- *
- * Statements from outside pass the read-only authorizer at prepare time
- * (SPEC D4). Each statement gets a new generation number: columnar tables
- * pin their snapshot once per generation, when the statement is planned, and
- * are unpinned when the statement is freed (SPEC C5).
+ * The catalog makes each engine's dataset a view in the tm_db's main
+ * catalog, and each federated dataset a name that a replacement scan turns
+ * into tm_scan('source$NAME') when a query reads it. A session is a DuckDB
+ * connection; a statement passes the gate (gate.c), posts the pushdown of
+ * its federated reads (pushdown.c), then runs as a streaming result whose
+ * chunks the caller steps through row by row, with the watchdog armed for
+ * the session's time limit.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "engine/sql/sql_int.h"
-#include "engine/sqlsource.h"
 #include "util/alloc.h"
+#include "util/log.h"
+#include "util/time.h"
 
-#define MAX_ATTACHED 10
+/* ---- the catalog ------------------------------------------------------------------ */
 
-/* ---- catalog ---------------------------------------------------------------------- */
+/*
+ * The federated names, shared with the replacement-scan callback; DuckDB owns
+ * it (freed when the database closes), so that a callback can never outlive it.
+ */
+typedef struct fed_names {
+  pthread_mutex_t mu;
+  char **names;           /* owned: dataset names */
+  size_t n, cap;
+} fed_names;
 
 typedef struct cat_item {
-  char *name;       /* owned */
-  tm_engine *engine; /* one reference; NULL for a federated dataset */
-  tm_source_spec *source; /* owned: a federated dataset's source (C6), or NULL */
+  char *name;             /* owned */
+  tm_engine *engine;      /* a reference, or NULL when federated */
+  char *provider;         /* owned: federated relation name "source$NAME" */
+  tm_sql_source *source;  /* federated: the provider's state (the registry owns it) */
 } cat_item;
 
-static void source_free(tm_source_spec *s) {
-  if (!s) return;
-  tm_source_spec_dispose(s);
-  tm_free(s);
-}
-
-static tm_source_spec *source_copy(const tm_source_spec *from) {
-  tm_source_spec *c = tm_calloc(1, sizeof *c);
-  if (!c) return NULL;
-  tm_source_options o;
-  tm_source_spec_options(from, &o);
-  if (tm_source_spec_init(c, &o, NULL) != TM_OK) {
-    source_free(c);
-    return NULL;
-  }
-  return c;
-}
-
 struct tm_sql_catalog {
-  pthread_mutex_t mu;
-  cat_item *items;
+  tm_db *db;              /* a reference */
+  pthread_mutex_t mu;     /* guards items */
+  cat_item *items;        /* owned */
   size_t n, cap;
-  uint64_t version; /* bumped by every change */
+  fed_names *fed;         /* owned by DuckDB */
 };
 
-int tm_sql_catalog_new(tm_sql_catalog **out, tm_error *err) {
+static void fed_names_free(void *p) {
+  fed_names *f = p;
+  for (size_t i = 0; i < f->n; i++) tm_free(f->names[i]);
+  tm_free(f->names);
+  pthread_mutex_destroy(&f->mu);
+  tm_free(f);
+}
+
+static void replacement(duckdb_replacement_scan_info info, const char *table_name, void *data) {
+  fed_names *f = data;
+  pthread_mutex_lock(&f->mu);
+  for (size_t i = 0; i < f->n; i++)
+    if (!strcasecmp(f->names[i], table_name)) {
+      char *rel = tm_asprintf("source$%s", f->names[i]);
+      if (rel) {
+        duckdb_replacement_scan_set_function_name(info, "tm_scan");
+        duckdb_value v = duckdb_create_varchar(rel);
+        duckdb_replacement_scan_add_parameter(info, v);
+        duckdb_destroy_value(&v);
+        tm_free(rel);
+      } else {
+        duckdb_replacement_scan_set_error(info, "out of memory");
+      }
+      break;
+    }
+  pthread_mutex_unlock(&f->mu);
+}
+
+static int fed_names_set(fed_names *f, const char *name, bool add, tm_error *err) {
+  int rc = TM_OK;
+  pthread_mutex_lock(&f->mu);
+  for (size_t i = 0; i < f->n; i++)
+    if (!strcasecmp(f->names[i], name)) {
+      tm_free(f->names[i]);
+      f->names[i] = f->names[--f->n];
+      break;
+    }
+  if (add) {
+    char *copy = tm_strdup(name);
+    if (!copy) rc = tm_error_nomem(err);
+    if (rc == TM_OK && f->n == f->cap) {
+      size_t cap = f->cap ? f->cap * 2 : 8;
+      char **g = tm_reallocarray(f->names, cap, sizeof *g);
+      if (!g) rc = tm_error_nomem(err);
+      else {
+        f->names = g;
+        f->cap = cap;
+      }
+    }
+    if (rc == TM_OK) f->names[f->n++] = copy;
+    else tm_free(copy);
+  }
+  pthread_mutex_unlock(&f->mu);
+  return rc;
+}
+
+int tm_sql_catalog_new(tm_sql_catalog **out, tm_db *db, tm_error *err) {
   tm_sql_catalog *c = tm_calloc(1, sizeof *c);
-  if (!c) return tm_error_nomem(err);
+  fed_names *f = tm_calloc(1, sizeof *f);
+  if (!c || !f) {
+    tm_free(c);
+    tm_free(f);
+    return tm_error_nomem(err);
+  }
+  pthread_mutex_init(&f->mu, NULL);
   pthread_mutex_init(&c->mu, NULL);
-  c->version = 1;
+  c->db = tm_db_retain(db);
+  c->fed = f;
+  duckdb_add_replacement_scan(tm_db__handle(db), replacement, f, fed_names_free);
   *out = c;
+  return TM_OK;
+}
+
+static int view_sql(tm_buf *b, const char *verb, const char *name, tm_error *err) {
+  TM_TRY(tm_buf_puts(b, verb, err));
+  return tm_engine__quote_ident(b, name, err);
+}
+
+/* Drops what item i showed (its view, or its provider and name); under c->mu. */
+static void item_clear(tm_sql_catalog *c, cat_item *it) {
+  tm_error err;
+  if (it->engine) {
+    tm_buf sql = TM_BUF_INIT(1 << 16);
+    if (view_sql(&sql, "DROP VIEW IF EXISTS main.", it->name, &err) == TM_OK &&
+        tm_db__admin_exec(c->db, tm_buf_cstr(&sql), &err) != TM_OK)
+      tm_log(TM_LOG_WARN, it->name, "cannot drop the view: %s", err.message);
+    tm_buf_dispose(&sql);
+    tm_engine_release(it->engine);
+  }
+  if (it->provider) {
+    if (fed_names_set(c->fed, it->name, false, &err) != TM_OK) { /* removing never allocates */ }
+    tm_db__provider_remove(c->db, it->provider);
+  }
+  tm_free(it->name);
+  tm_free(it->provider);
+  memset(it, 0, sizeof *it);
+}
+
+static cat_item *find_item(tm_sql_catalog *c, const char *name) {
+  for (size_t i = 0; i < c->n; i++)
+    if (!strcasecmp(c->items[i].name, name)) return &c->items[i];
+  return NULL;
+}
+
+static int new_item(tm_sql_catalog *c, const char *name, cat_item **out, tm_error *err) {
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 8;
+    cat_item *g = tm_reallocarray(c->items, cap, sizeof *g);
+    if (!g) return tm_error_nomem(err);
+    c->items = g;
+    c->cap = cap;
+  }
+  cat_item *it = &c->items[c->n];
+  memset(it, 0, sizeof *it);
+  if (!(it->name = tm_strdup(name))) return tm_error_nomem(err);
+  c->n++;
+  *out = it;
   return TM_OK;
 }
 
 void tm_sql_catalog_free(tm_sql_catalog *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->n; i++) {
-    tm_free(c->items[i].name);
-    tm_engine_release(c->items[i].engine);
-    source_free(c->items[i].source);
-  }
+  pthread_mutex_lock(&c->mu);
+  for (size_t i = 0; i < c->n; i++) item_clear(c, &c->items[i]);
+  pthread_mutex_unlock(&c->mu);
   tm_free(c->items);
   pthread_mutex_destroy(&c->mu);
+  tm_db_release(c->db);
   tm_free(c);
 }
 
-/* Lists an engine's dataset, or a federated one (e NULL, spec given and taken). */
-static int add_item(tm_sql_catalog *c, const char *name, tm_engine *e, tm_source_spec *spec,
-                    tm_error *err) {
-  int rc = TM_OK;
+int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
+  if (e->db != c->db)
+    return tm_error_set(err, TM_EINVALID, "dataset %s: its engine is on another DuckDB instance",
+                        tm_engine_dataset(e));
+  const char *name = tm_engine_dataset(e);
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = view_sql(&sql, "CREATE OR REPLACE VIEW main.", name, err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, " AS SELECT * FROM ", err);
+  if (rc == TM_OK) rc = tm_engine_relation(e, &sql, err);
   pthread_mutex_lock(&c->mu);
-  for (size_t i = 0; i < c->n; i++)
-    if (strcasecmp(c->items[i].name, name) == 0) {
-      rc = tm_error_set(err, TM_ECONFLICT, "a dataset named '%s' is already listed", name);
-      goto done;
-    }
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 8;
-    cat_item *items = tm_reallocarray(c->items, cap, sizeof *items);
-    if (!items) {
-      rc = tm_error_nomem(err);
-      goto done;
-    }
-    c->items = items;
-    c->cap = cap;
+  cat_item *it = find_item(c, name);
+  if (rc == TM_OK && it && it->provider)
+    rc = tm_error_set(err, TM_ECONFLICT, "dataset %s is listed as federated", name);
+  if (rc == TM_OK) rc = tm_db__admin_exec(c->db, tm_buf_cstr(&sql), err);
+  if (rc == TM_OK && !it) rc = new_item(c, name, &it, err);
+  if (rc == TM_OK) {
+    tm_engine_release(it->engine);
+    it->engine = tm_engine_retain(e);
   }
-  char *copy = tm_strdup(name);
-  if (!copy) {
-    rc = tm_error_nomem(err);
-    goto done;
-  }
-  c->items[c->n].name = copy;
-  c->items[c->n].engine = e ? tm_engine_retain(e) : NULL;
-  c->items[c->n].source = spec;
-  spec = NULL;
-  c->n++;
-  c->version++;
-done:
   pthread_mutex_unlock(&c->mu);
-  source_free(spec);
+  tm_buf_dispose(&sql);
   return rc;
 }
 
-int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
-  return add_item(c, tm_engine_dataset(e), e, NULL, err);
-}
-
 int tm_sql_catalog_add_source(tm_sql_catalog *c, const tm_source_options *opts, tm_error *err) {
-  tm_source_spec *spec = tm_calloc(1, sizeof *spec);
-  if (!spec) return tm_error_nomem(err);
-  int rc = tm_source_spec_init(spec, opts, err);
-  if (rc < 0) {
-    source_free(spec);
-    return rc;
+  pthread_mutex_lock(&c->mu);
+  int rc = find_item(c, opts->name) ? tm_error_set(err, TM_ECONFLICT, "dataset %s is listed", opts->name)
+                                    : TM_OK;
+  char *provider = rc == TM_OK ? tm_asprintf("source$%s", opts->name) : NULL;
+  if (rc == TM_OK && !provider) rc = tm_error_nomem(err);
+  tm_sql_source *src = NULL;
+  if (rc == TM_OK) rc = tm_sql__source_add(c->db, provider, opts, &src, err);
+  cat_item *it = NULL;
+  if (rc == TM_OK) rc = new_item(c, opts->name, &it, err);
+  if (rc == TM_OK) {
+    it->provider = provider;
+    it->source = src;
+    provider = NULL;
+    rc = fed_names_set(c->fed, opts->name, true, err);
+  } else if (src) {
+    tm_db__provider_remove(c->db, provider);
   }
-  return add_item(c, opts->name, NULL, spec, err);
+  pthread_mutex_unlock(&c->mu);
+  tm_free(provider);
+  return rc;
 }
 
 int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) {
-  tm_engine *gone = NULL;
-  tm_source_spec *gone_src = NULL;
-  bool found = false;
   pthread_mutex_lock(&c->mu);
-  for (size_t i = 0; i < c->n; i++)
-    if (strcasecmp(c->items[i].name, name) == 0) {
-      gone = c->items[i].engine;
-      gone_src = c->items[i].source;
-      tm_free(c->items[i].name);
-      c->items[i] = c->items[--c->n];
-      c->version++;
-      found = true;
-      break;
-    }
+  cat_item *it = find_item(c, name);
+  int rc = TM_OK;
+  if (!it) {
+    rc = tm_error_set(err, TM_ENOTFOUND, "no dataset %s", name);
+  } else {
+    item_clear(c, it);
+    *it = c->items[--c->n];
+  }
   pthread_mutex_unlock(&c->mu);
-  if (!found) return tm_error_set(err, TM_ENOTFOUND, "no dataset named '%s'", name);
-  tm_engine_release(gone);
-  source_free(gone_src);
-  return TM_OK;
+  return rc;
 }
 
-/* ---- sessions ------------------------------------------------------------------------- */
+/* Posts the pushdown terms of every federated dataset the query reads. */
+static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t *ast, bool *posted,
+                         tm_error *err) {
+  char **names = NULL;
+  size_t n = 0;
+  TM_TRY(tm_sql__tables(ast, &names, &n, err));
+  int rc = TM_OK;
+  for (size_t i = 0; i < n && rc == TM_OK; i++) {
+    tm_schema schema;
+    tm_schema_init(&schema);
+    char *provider = NULL;
+    pthread_mutex_lock(&c->mu);
+    cat_item *it = find_item(c, names[i]);
+    if (it && it->provider) {
+      rc = tm_sql__source_schema(it->source, &schema, err);
+      if (rc == TM_OK && !(provider = tm_strdup(it->provider))) rc = tm_error_nomem(err);
+    }
+    pthread_mutex_unlock(&c->mu);
+    tm_predicate pred;
+    tm_predicate_init(&pred);
+    if (rc == TM_OK && provider) rc = tm_sql__pushdown(ast, names[i], &schema, &pred, err);
+    if (rc == TM_OK && pred.n_terms) {
+      rc = tm_db__pushdown_post(c->db, conn, provider, &pred, err);
+      *posted = true;
+    }
+    tm_predicate_dispose(&pred);
+    tm_schema_dispose(&schema);
+    tm_free(provider);
+  }
+  for (size_t i = 0; i < n; i++) tm_free(names[i]);
+  tm_free(names);
+  return rc;
+}
 
-typedef struct sess_item {
-  char *name;       /* owned */
-  tm_engine *engine; /* one reference; NULL for a federated dataset */
-  tm_source_spec *source; /* owned copy for a federated dataset (C6) */
-  bool columnar;    /* a virtual table (columnar engines and federated sources) */
-  bool ready;       /* the vtab exists / the database is attached */
-  char alias[32];   /* sqlite: the attach name */
-  uint64_t used;    /* LRU clock of the last query that needed it */
-  char *error;      /* owned: why the table could not be set up */
-} sess_item;
+/* ---- sessions and statements --------------------------------------------------------------- */
 
 struct tm_sql_session {
-  tm_sql_catalog *cat;
-  sqlite3 *db;
-  tm_vtab_host host;
-  uint64_t cat_version;
-  sess_item *items;
-  size_t n, cap;
-  int n_attached;
-  uint64_t clock;
-  unsigned alias_seq;
-  tm_sql_stmt *open;    /* the statement in progress */
+  tm_sql_catalog *cat;    /* borrowed: outlives the session */
+  duckdb_connection conn;
   int64_t timeout_ms;
-  int64_t deadline_ns;
-  bool timed_out;
-  int interrupted;      /* atomic */
+  tm_sql_stmt *open;      /* the statement running, or NULL */
 };
 
 struct tm_sql_stmt {
   tm_sql_session *s;
-  sqlite3_stmt *st;
-  tm_sqlrender_spec *render; /* per column */
+  duckdb_prepared_statement ps;
+  duckdb_result result;
+  bool has_result;
+  duckdb_data_chunk chunk; /* the current chunk, or NULL */
+  idx_t row, rows;         /* the current row of the chunk, and its size */
   size_t n_cols;
+  duckdb_logical_type *types; /* owned, n_cols */
+  uint64_t watch;          /* the watchdog token, or 0 */
+  bool pushed;             /* pushdown terms were posted for this statement */
+  bool started;            /* the first step has run */
 };
 
-static int lookup_source(void *payload, const char *name, tm_source_options *out);
-
-static int progress(void *payload) {
-  tm_sql_session *s = payload;
-  if (s->deadline_ns && tm_monotonic_ns() > s->deadline_ns) {
-    s->timed_out = true;
-    return 1;
-  }
-  return 0;
-}
-
 int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
-  tm_engine__sqlite_setup();
   tm_sql_session *s = tm_calloc(1, sizeof *s);
   if (!s) return tm_error_nomem(err);
   s->cat = c;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
-  if (sqlite3_open_v2(":memory:", &s->db, flags, NULL) != SQLITE_OK) {
-    sqlite3_close(s->db);
-    tm_free(s);
-    return tm_error_nomem(err);
-  }
-  sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-  sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-  sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
-  sqlite3_busy_timeout(s->db, 5000);
-  sqlite3_progress_handler(s->db, 4096, progress, s);
-  sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, TM_SQL_VALUE_MAX);
-  int rc = tm_sql__vtab_register(s->db, &s->host, err);
-  if (rc == TM_OK) rc = tm_sqlsource_register_federated(s->db, lookup_source, s, err);
+  int rc = tm_db__connect(c->db, &s->conn, err);
   if (rc < 0) {
-    sqlite3_close(s->db);
     tm_free(s);
     return rc;
   }
@@ -229,540 +308,122 @@ int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
   return TM_OK;
 }
 
-static void item_dispose(sess_item *it) {
-  tm_free(it->name);
-  tm_free(it->error);
-  tm_engine_release(it->engine);
-  source_free(it->source);
-}
-
-/* The federated module's lookup: a session item's source options. */
-static int lookup_source(void *payload, const char *name, tm_source_options *out) {
-  tm_sql_session *s = payload;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->items[i].source && strcmp(s->items[i].name, name) == 0) {
-      tm_source_spec_options(s->items[i].source, out);
-      return TM_OK;
-    }
-  return TM_ENOTFOUND;
-}
-
 void tm_sql_session_free(tm_sql_session *s) {
   if (!s) return;
-  if (s->open) tm_sql_stmt_free(s->open);
-  tm_sql__vtab_unpin_all(&s->host);
-  sqlite3_close(s->db); /* disconnects the virtual tables (their engine references) */
-  for (size_t i = 0; i < s->n; i++) item_dispose(&s->items[i]);
-  tm_free(s->items);
+  tm_sql_stmt_free(s->open);
+  duckdb_disconnect(&s->conn);
   tm_free(s);
 }
 
-void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms) { s->timeout_ms = ms; }
+void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms) { s->timeout_ms = ms > 0 ? ms : 0; }
 
-void tm_sql_session_set_value_limit(tm_sql_session *s, int bytes) {
-  if (bytes < 1024) bytes = 1024;
-  if (bytes > TM_SQL_VALUE_MAX) bytes = TM_SQL_VALUE_MAX;
-  sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, bytes);
-}
+void tm_sql_session_interrupt(tm_sql_session *s) { duckdb_interrupt(s->conn); }
 
-void tm_sql_session_interrupt(tm_sql_session *s) {
-  __atomic_store_n(&s->interrupted, 1, __ATOMIC_RELEASE);
-  sqlite3_interrupt(s->db);
-}
-
-tm_sql_scan_stats tm_sql_session_scan_stats(tm_sql_session *s, bool reset) {
-  tm_sql_scan_stats st = s->host.stats;
-  if (reset) memset(&s->host.stats, 0, sizeof s->host.stats);
-  return st;
-}
-
-static int quote_ident(tm_buf *b, const char *name, tm_error *err) {
-  TM_TRY(tm_buf_putc(b, '"', err));
-  for (const char *p = name; *p; p++) {
-    if (*p == '"') TM_TRY(tm_buf_putc(b, '"', err));
-    TM_TRY(tm_buf_putc(b, *p, err));
+/* The error of a failed statement: a deadline that fired is TM_ETIMEOUT. */
+static int stmt_error(tm_sql_stmt *q, duckdb_result *r, tm_error *err) {
+  bool fired = q->watch && tm_db__unwatch(q->s->cat->db, q->watch);
+  q->watch = 0;
+  if (fired)
+    return tm_error_set(err, TM_ETIMEOUT, "the query ran past its time limit of %lld ms (SPEC D4)",
+                        (long long)q->s->timeout_ms);
+  tm_error e2;
+  tm_error_init(&e2);
+  int rc = tm_db__result_error(&e2, r, NULL);
+  if (rc == TM_ECANCELLED) return tm_error_set(err, TM_ECANCELLED, "the query was cancelled");
+  if (rc == TM_ENOMEM) {
+    /* DuckDB's advice (SET memory_limit, ...) does not apply: the limit is the server's. */
+    char *cut = strstr(e2.message, " Possible solutions");
+    if (cut) *cut = '\0';
+    return tm_error_set(err, TM_ENOMEM, "the query needs more memory than the limit allows (%s)",
+                        e2.message);
   }
-  return tm_buf_putc(b, '"', err);
-}
-
-/* Creates the virtual table of a columnar or federated dataset. */
-static int create_vtab(tm_sql_session *s, sess_item *it, tm_error *err) {
-  tm_buf sql = TM_BUF_INIT(1 << 20);
-  int rc = tm_buf_puts(&sql, "CREATE VIRTUAL TABLE temp.", err);
-  if (rc == TM_OK) rc = quote_ident(&sql, it->name, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, it->source ? " USING tm_source" : " USING tidemark", err);
-  if (rc == TM_OK) {
-    s->host.creating = it->engine;
-    if (sqlite3_exec(s->db, sql.ptr, NULL, NULL, NULL) != SQLITE_OK)
-      rc = tm_error_set(err, TM_EINVALID, "dataset '%s' cannot be a table: %s", it->name,
-                        sqlite3_errmsg(s->db));
-    s->host.creating = NULL;
-  }
-  tm_buf_dispose(&sql);
+  tm_error_copy(err, &e2);
   return rc;
-}
-
-static int attach(tm_sql_session *s, sess_item *it, tm_error *err) {
-  sqlite3_stmt *st = NULL;
-  snprintf(it->alias, sizeof it->alias, "tm_ds_%u", ++s->alias_seq);
-  char *uri = tm_asprintf("%s?mode=ro", tm_sqlite_engine__uri(it->engine));
-  if (!uri) return tm_error_nomem(err);
-  int rc = TM_OK;
-  if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS ?2", -1, &st, NULL) != SQLITE_OK) {
-    rc = tm_error_set(err, TM_ERROR, "cannot prepare ATTACH: %s", sqlite3_errmsg(s->db));
-  } else {
-    sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, it->alias, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_DONE)
-      rc = tm_error_set(err, TM_EIO, "dataset '%s' cannot be attached: %s", it->name,
-                        sqlite3_errmsg(s->db));
-  }
-  sqlite3_finalize(st);
-  tm_free(uri);
-  if (rc == TM_OK) {
-    it->ready = true;
-    s->n_attached++;
-  }
-  return rc;
-}
-
-static void detach(tm_sql_session *s, sess_item *it) {
-  char sql[64];
-  snprintf(sql, sizeof sql, "DETACH DATABASE \"%s\"", it->alias);
-  if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK) {
-    it->ready = false;
-    s->n_attached--;
-  }
-}
-
-static void drop_item(tm_sql_session *s, sess_item *it) {
-  if (it->ready) {
-    if (it->columnar) {
-      tm_buf sql = TM_BUF_INIT(1 << 20);
-      if (tm_buf_puts(&sql, "DROP TABLE temp.", NULL) == TM_OK &&
-          quote_ident(&sql, it->name, NULL) == TM_OK)
-        sqlite3_exec(s->db, sql.ptr, NULL, NULL, NULL);
-      tm_buf_dispose(&sql);
-    } else {
-      detach(s, it);
-    }
-  }
-  item_dispose(it);
-}
-
-/* Brings the session's tables in line with the catalog. */
-static int sync(tm_sql_session *s, tm_error *err) {
-  tm_sql_catalog *c = s->cat;
-  pthread_mutex_lock(&c->mu);
-  if (c->version == s->cat_version) {
-    pthread_mutex_unlock(&c->mu);
-    return TM_OK;
-  }
-  size_t n = c->n;
-  cat_item *snap = tm_calloc(n ? n : 1, sizeof *snap);
-  if (!snap) {
-    pthread_mutex_unlock(&c->mu);
-    return tm_error_nomem(err);
-  }
-  for (size_t i = 0; i < n; i++) {
-    snap[i].name = c->items[i].name; /* borrowed until unlock; copied below */
-    snap[i].engine = c->items[i].engine ? tm_engine_retain(c->items[i].engine) : NULL;
-    snap[i].source = c->items[i].source; /* borrowed until unlock; copied below */
-  }
-  /* Copy names and sources while holding the lock. */
-  int rc = TM_OK;
-  for (size_t i = 0; i < n; i++) {
-    snap[i].name = tm_strdup(snap[i].name);
-    if (!snap[i].name) rc = tm_error_nomem(err);
-    if (snap[i].source && !(snap[i].source = source_copy(snap[i].source))) rc = tm_error_nomem(err);
-  }
-  uint64_t version = c->version;
-  pthread_mutex_unlock(&c->mu);
-  /* Drop the tables of datasets that left (or were replaced by another engine). */
-  for (size_t i = 0; i < s->n;) {
-    bool keep = false;
-    for (size_t k = 0; k < n; k++)
-      if (snap[k].name && strcmp(snap[k].name, s->items[i].name) == 0 &&
-          snap[k].engine == s->items[i].engine && !snap[k].source == !s->items[i].source)
-        keep = true;
-    if (keep) {
-      i++;
-      continue;
-    }
-    drop_item(s, &s->items[i]);
-    s->items[i] = s->items[--s->n];
-  }
-  /* Add the new ones. */
-  for (size_t k = 0; k < n && rc == TM_OK; k++) {
-    bool have = false;
-    for (size_t i = 0; i < s->n; i++)
-      if (s->items[i].engine == snap[k].engine && !snap[k].source == !s->items[i].source &&
-          strcmp(s->items[i].name, snap[k].name) == 0)
-        have = true;
-    if (have) continue;
-    if (s->n == s->cap) {
-      size_t cap = s->cap ? s->cap * 2 : 8;
-      sess_item *items = tm_reallocarray(s->items, cap, sizeof *items);
-      if (!items) {
-        rc = tm_error_nomem(err);
-        break;
-      }
-      s->items = items;
-      s->cap = cap;
-    }
-    sess_item *it = &s->items[s->n++];
-    memset(it, 0, sizeof *it);
-    it->name = snap[k].name;
-    it->engine = snap[k].engine;
-    it->source = snap[k].source;
-    snap[k].name = NULL;
-    snap[k].engine = NULL;
-    snap[k].source = NULL;
-    it->columnar = it->source || tm_engine__is_columnar(it->engine);
-    tm_error sub;
-    tm_error_init(&sub);
-    int r = it->columnar ? create_vtab(s, it, &sub)
-                         : (s->n_attached < MAX_ATTACHED ? attach(s, it, &sub) : TM_OK);
-    if (r == TM_OK && it->columnar) it->ready = true;
-    /* A dataset that cannot be a table keeps its error; the others still serve (D2). */
-    if (r < 0) it->error = tm_strdup(sub.message);
-  }
-  for (size_t k = 0; k < n; k++) {
-    tm_free(snap[k].name);
-    tm_engine_release(snap[k].engine);
-    source_free(snap[k].source);
-  }
-  tm_free(snap);
-  if (rc == TM_OK) s->cat_version = version;
-  return rc;
-}
-
-/* ---- the read-only authorizer --------------------------------------------------------- */
-
-static const char *const k_read_pragmas[] = {"table_info", "table_xinfo", "table_list",
-                                             "index_list", "index_info", "index_xinfo",
-                                             "collation_list", "function_list", "module_list",
-                                             "pragma_list", "compile_options", NULL};
-
-static int deny(void *payload, const char *what, const char *name) {
-  if (payload && !((char *)payload)[0]) /* the first refusal names the statement best */
-    snprintf(payload, TM_SQL_DENIED_MAX, "%s%s%s is not allowed (queries are read-only)", what,
-             name ? " " : "", name ? name : "");
-  return SQLITE_DENY;
-}
-
-int tm_sql__authorizer(void *payload, int action, const char *a, const char *b,
-                       const char *db_name, const char *trigger) {
-  (void)db_name;
-  (void)trigger;
-  bool schema_table = a && (sqlite3_stricmp(a, "sqlite_master") == 0 ||
-                            sqlite3_stricmp(a, "sqlite_schema") == 0 ||
-                            sqlite3_stricmp(a, "sqlite_temp_master") == 0 ||
-                            sqlite3_stricmp(a, "sqlite_temp_schema") == 0);
-  switch (action) {
-    case SQLITE_SELECT:
-    case SQLITE_READ:
-    case SQLITE_RECURSIVE: return SQLITE_OK;
-    case SQLITE_FUNCTION:
-      if (b && (sqlite3_stricmp(b, "load_extension") == 0 ||
-                sqlite3_stricmp(b, "fts3_tokenizer") == 0 ||
-                sqlite3_stricmp(b, "readfile") == 0 || sqlite3_stricmp(b, "writefile") == 0 ||
-                sqlite3_stricmp(b, "edit") == 0))
-        return deny(payload, "the function", b);
-      return SQLITE_OK;
-    case SQLITE_PRAGMA:
-      if (!b)
-        for (int i = 0; k_read_pragmas[i]; i++)
-          if (a && sqlite3_stricmp(a, k_read_pragmas[i]) == 0) return SQLITE_OK;
-      if (b && a)
-        for (int i = 0; k_read_pragmas[i]; i++)
-          if (sqlite3_stricmp(a, k_read_pragmas[i]) == 0 && strcmp(k_read_pragmas[i], "table_list") != 0 &&
-              strcmp(k_read_pragmas[i], "compile_options") != 0)
-            return SQLITE_OK; /* table_info(x): the argument names a table */
-      return deny(payload, "PRAGMA", a);
-    case SQLITE_ATTACH: return deny(payload, "ATTACH", NULL);
-    case SQLITE_DETACH: return deny(payload, "DETACH", NULL);
-    case SQLITE_INSERT:
-    case SQLITE_UPDATE:
-    case SQLITE_DELETE:
-      /* SQLite also reports schema-table writes when it sets up an eponymous
-       * table (pragma_table_info, ...); real DDL is refused by its own code. */
-      if (schema_table) return SQLITE_OK;
-      return deny(payload, action == SQLITE_INSERT ? "INSERT into" : action == SQLITE_UPDATE ? "UPDATE of" : "DELETE from", a);
-    case SQLITE_CREATE_INDEX:
-    case SQLITE_CREATE_TABLE:
-    case SQLITE_CREATE_TEMP_INDEX:
-    case SQLITE_CREATE_TEMP_TABLE:
-    case SQLITE_CREATE_TEMP_TRIGGER:
-    case SQLITE_CREATE_TEMP_VIEW:
-    case SQLITE_CREATE_TRIGGER:
-    case SQLITE_CREATE_VIEW:
-    case SQLITE_CREATE_VTABLE: return deny(payload, "CREATE", NULL);
-    case SQLITE_DROP_INDEX:
-    case SQLITE_DROP_TABLE:
-    case SQLITE_DROP_TEMP_INDEX:
-    case SQLITE_DROP_TEMP_TABLE:
-    case SQLITE_DROP_TEMP_TRIGGER:
-    case SQLITE_DROP_TEMP_VIEW:
-    case SQLITE_DROP_TRIGGER:
-    case SQLITE_DROP_VIEW:
-    case SQLITE_DROP_VTABLE: return deny(payload, "DROP", NULL);
-    case SQLITE_ALTER_TABLE: return deny(payload, "ALTER TABLE", NULL);
-    case SQLITE_TRANSACTION: return deny(payload, "a transaction statement", NULL);
-    case SQLITE_SAVEPOINT: return deny(payload, "SAVEPOINT", NULL);
-    default: return deny(payload, "a statement that changes the database", NULL);
-  }
-}
-
-bool tm_sql__only_blank(const char *p) {
-  while (p && *p) {
-    if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ';') {
-      p++;
-    } else if (p[0] == '-' && p[1] == '-') {
-      while (*p && *p != '\n') p++;
-    } else if (p[0] == '/' && p[1] == '*') {
-      const char *e = strstr(p + 2, "*/");
-      if (!e) return true; /* an unterminated comment runs to the end */
-      p = e + 2;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-/* ---- statements ---------------------------------------------------------------------------- */
-
-/* The name in "no such table: [schema.]name", matched against detached sqlite datasets. */
-static sess_item *missing_table(tm_sql_session *s, const char *msg) {
-  const char *p = strstr(msg, "no such table: ");
-  if (!p) return NULL;
-  p += strlen("no such table: ");
-  const char *dot = strrchr(p, '.');
-  if (dot) p = dot + 1;
-  for (size_t i = 0; i < s->n; i++)
-    if (!s->items[i].ready && !s->items[i].columnar && sqlite3_stricmp(s->items[i].name, p) == 0)
-      return &s->items[i];
-  return NULL;
-}
-
-static sess_item *broken_table(tm_sql_session *s, const char *msg) {
-  const char *p = strstr(msg, "no such table: ");
-  if (!p) return NULL;
-  p += strlen("no such table: ");
-  const char *dot = strrchr(p, '.');
-  if (dot) p = dot + 1;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->items[i].error && sqlite3_stricmp(s->items[i].name, p) == 0) return &s->items[i];
-  return NULL;
-}
-
-/* Attaches a detached sqlite dataset, detaching the least recently used one if full. */
-static int make_room_and_attach(tm_sql_session *s, sess_item *want, tm_error *err) {
-  if (s->n_attached >= MAX_ATTACHED) {
-    sess_item *lru = NULL;
-    for (size_t i = 0; i < s->n; i++) {
-      sess_item *it = &s->items[i];
-      if (!it->columnar && it->ready && (!lru || it->used < lru->used)) lru = it;
-    }
-    if (lru) detach(s, lru);
-  }
-  want->used = ++s->clock;
-  return attach(s, want, err);
-}
-
-int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err) {
-  if (s->open)
-    return tm_error_set(err, TM_ECONFLICT, "the session has a statement in progress");
-  TM_TRY(sync(s, err));
-  sqlite3_stmt *st = NULL;
-  const char *tail = NULL;
-  char denied[TM_SQL_DENIED_MAX];
-  int rc = TM_OK;
-  /* A new generation: planning (xBestIndex) pins the snapshots this statement reads. */
-  tm_sql__vtab_unpin_all(&s->host);
-  s->host.gen++;
-  for (int attempt = 0;; attempt++) {
-    denied[0] = '\0';
-    sqlite3_set_authorizer(s->db, tm_sql__authorizer, denied);
-    int src = sqlite3_prepare_v2(s->db, sql, -1, &st, &tail);
-    sqlite3_set_authorizer(s->db, NULL, NULL);
-    if (src == SQLITE_OK && st) break;
-    if (src == SQLITE_OK) {
-      tm_sql__vtab_unpin_all(&s->host);
-      return tm_error_set(err, TM_EINVALID, "empty query");
-    }
-    const char *msg = sqlite3_errmsg(s->db);
-    sess_item *it = attempt < MAX_ATTACHED + 1 ? missing_table(s, msg) : NULL;
-    if (it) {
-      TM_TRY(make_room_and_attach(s, it, err));
-      continue;
-    }
-    tm_sql__vtab_unpin_all(&s->host);
-    sess_item *broken = broken_table(s, msg);
-    if (broken) return tm_error_set(err, TM_EINVALID, "%s", broken->error);
-    if (denied[0]) return tm_error_set(err, TM_EINVALID, "%s", denied);
-    return tm_error_set(err, src == SQLITE_NOMEM ? TM_ENOMEM : TM_EINVALID, "%s", msg);
-  }
-  if (!tm_sql__only_blank(tail)) {
-    sqlite3_finalize(st);
-    tm_sql__vtab_unpin_all(&s->host);
-    return tm_error_set(err, TM_EINVALID, "one statement per query");
-  }
-  if (!sqlite3_stmt_readonly(st)) {
-    sqlite3_finalize(st);
-    tm_sql__vtab_unpin_all(&s->host);
-    return tm_error_set(err, TM_EINVALID,
-                        "a statement that changes the database is not allowed (queries are read-only)");
-  }
-  /* Note which sqlite datasets this query uses (LRU for attachment). */
-  for (size_t i = 0; i < s->n; i++)
-    if (s->items[i].ready && !s->items[i].columnar && strstr(sql, s->items[i].name))
-      s->items[i].used = ++s->clock;
-  tm_sql_stmt *q = tm_calloc(1, sizeof *q);
-  if (!q) {
-    sqlite3_finalize(st);
-    tm_sql__vtab_unpin_all(&s->host);
-    return tm_error_nomem(err);
-  }
-  q->s = s;
-  q->st = st;
-  q->n_cols = (size_t)sqlite3_column_count(st);
-  q->render = tm_calloc(q->n_cols ? q->n_cols : 1, sizeof *q->render);
-  if (!q->render) rc = tm_error_nomem(err);
-  for (size_t i = 0; i < q->n_cols && rc == TM_OK; i++)
-    q->render[i] = tm_sqlrender_for_decl(sqlite3_column_decltype(st, (int)i));
-  if (rc < 0) {
-    sqlite3_finalize(st);
-    tm_free(q->render);
-    tm_free(q);
-    tm_sql__vtab_unpin_all(&s->host);
-    return rc;
-  }
-  s->open = q;
-  s->timed_out = false;
-  __atomic_store_n(&s->interrupted, 0, __ATOMIC_RELEASE);
-  s->deadline_ns = s->timeout_ms > 0 ? tm_monotonic_ns() + s->timeout_ms * 1000000 : 0;
-  *out = q;
-  return TM_OK;
-}
-
-int tm_sql_step(tm_sql_stmt *q, tm_error *err) {
-  tm_sql_session *s = q->s;
-  int src = sqlite3_step(q->st);
-  if (src == SQLITE_ROW) return TM_OK;
-  if (src == SQLITE_DONE) return TM_ITEROVER;
-  if (src == SQLITE_INTERRUPT) {
-    if (s->timed_out)
-      return tm_error_set(err, TM_ETIMEOUT, "query ran past its time limit of %lld ms",
-                          (long long)s->timeout_ms);
-    return tm_error_set(err, TM_ECANCELLED, "query cancelled");
-  }
-  int code = src == SQLITE_NOMEM ? TM_ENOMEM : src == SQLITE_CORRUPT ? TM_ECORRUPT
-             : (src == SQLITE_IOERR) ? TM_EIO : TM_EINVALID;
-  return tm_error_set(err, code, "%s", sqlite3_errmsg(s->db));
-}
-
-size_t tm_sql_column_count(const tm_sql_stmt *q) { return q->n_cols; }
-
-const char *tm_sql_column_name(const tm_sql_stmt *q, size_t i) {
-  const char *n = sqlite3_column_name(q->st, (int)i);
-  return n ? n : "";
-}
-
-bool tm_sql_column_is_null(const tm_sql_stmt *q, size_t i) {
-  return sqlite3_column_type(q->st, (int)i) == SQLITE_NULL;
-}
-
-/* Trims trailing zeros of a timestamp's fraction: "...:05.500000Z" -> "...:05.5Z". */
-static size_t trim_fraction(const char *p, size_t n, char *buf, size_t cap) {
-  const char *dot = memchr(p, '.', n);
-  if (!dot || n >= cap) {
-    memcpy(buf, p, n < cap ? n : cap - 1);
-    return n < cap ? n : cap - 1;
-  }
-  size_t frac_end = (size_t)(dot - p) + 1;
-  while (frac_end < n && p[frac_end] >= '0' && p[frac_end] <= '9') frac_end++;
-  size_t last = frac_end;
-  while (last > (size_t)(dot - p) + 1 && p[last - 1] == '0') last--;
-  if (last == (size_t)(dot - p) + 1) last = (size_t)(dot - p); /* drop the '.' too */
-  memcpy(buf, p, last);
-  memcpy(buf + last, p + frac_end, n - frac_end);
-  return last + (n - frac_end);
-}
-
-int tm_sql_column_render(tm_sql_stmt *q, size_t i, tm_buf *out, tm_cell_kind *kind,
-                         tm_error *err) {
-  sqlite3_stmt *st = q->st;
-  int c = (int)i;
-  tm_sqlrender_spec r = q->render[i];
-  char tmp[96];
-  switch (sqlite3_column_type(st, c)) {
-    case SQLITE_NULL: *kind = TM_CELL_NULL; return TM_OK;
-    case SQLITE_INTEGER: {
-      int64_t v = sqlite3_column_int64(st, c);
-      if (r.how == TM_SQLRENDER_BOOL) {
-        *kind = TM_CELL_BOOL;
-        return tm_buf_puts(out, v ? "true" : "false", err);
-      }
-      *kind = TM_CELL_NUMBER;
-      if (r.how == TM_SQLRENDER_UINT64) return tm_buf_printf(out, err, "%llu", (unsigned long long)v);
-      if (r.how == TM_SQLRENDER_DECIMAL && r.scale > 0)
-        return tm_buf_printf(out, err, "%lld.%0*d", (long long)v, (int)r.scale, 0);
-      return tm_buf_printf(out, err, "%lld", (long long)v);
-    }
-    case SQLITE_FLOAT: {
-      double v = sqlite3_column_double(st, c);
-      *kind = TM_CELL_NUMBER;
-      if (r.how == TM_SQLRENDER_DECIMAL && v == v && v - v == 0)
-        return tm_buf_printf(out, err, "%.*f", (int)r.scale, v);
-      if (r.how == TM_SQLRENDER_FLOAT32) {
-        tm_type t = tm_type_of(TM_TYPE_FLOAT32);
-        tm_value val = {TM_TYPE_FLOAT32, false, {.f = v}};
-        return tm_value_render(out, &t, &val, err);
-      }
-      size_t n = tm_double_format(v, tmp, sizeof tmp);
-      return tm_buf_append(out, tmp, n, err);
-    }
-    case SQLITE_TEXT: {
-      const char *p = (const char *)sqlite3_column_text(st, c);
-      size_t n = (size_t)sqlite3_column_bytes(st, c);
-      if (!p) return tm_error_nomem(err);
-      if (r.how == TM_SQLRENDER_DECIMAL) {
-        *kind = TM_CELL_NUMBER;
-        return tm_buf_append(out, p, n, err);
-      }
-      *kind = TM_CELL_TEXT;
-      if (r.how == TM_SQLRENDER_TEMPORAL && r.timestamp && n < sizeof tmp) {
-        size_t m = trim_fraction(p, n, tmp, sizeof tmp);
-        return tm_buf_append(out, tmp, m, err);
-      }
-      return tm_buf_append(out, p, n, err);
-    }
-    default: {
-      const void *p = sqlite3_column_blob(st, c);
-      size_t n = (size_t)sqlite3_column_bytes(st, c);
-      tm_type t = tm_type_of(TM_TYPE_BINARY);
-      tm_value v = {TM_TYPE_BINARY, false, {.s = tm_sv(n ? p : "", n)}};
-      *kind = TM_CELL_TEXT;
-      return tm_value_render(out, &t, &v, err);
-    }
-  }
-}
-
-int tm_sql_column_value(tm_sql_stmt *q, size_t i, const tm_type *t, tm_value *out,
-                        char **owned, tm_error *err) {
-  return tm_sqltype_to_value(t, sqlite3_column_value(q->st, (int)i), out, owned, err);
 }
 
 void tm_sql_stmt_free(tm_sql_stmt *q) {
   if (!q) return;
   tm_sql_session *s = q->s;
-  sqlite3_finalize(q->st);
-  tm_sql__vtab_unpin_all(&s->host);
+  if (q->chunk) duckdb_destroy_data_chunk(&q->chunk);
+  if (q->has_result) duckdb_destroy_result(&q->result);
+  if (q->ps) duckdb_destroy_prepare(&q->ps);
+  if (q->watch) tm_db__unwatch(s->cat->db, q->watch);
+  if (q->pushed) tm_db__pushdown_clear(s->cat->db, s->conn);
+  for (size_t i = 0; q->types && i < q->n_cols; i++) duckdb_destroy_logical_type(&q->types[i]);
+  tm_free(q->types);
   if (s->open == q) s->open = NULL;
-  tm_free(q->render);
   tm_free(q);
+}
+
+int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err) {
+  if (s->open) return tm_error_set(err, TM_ECONFLICT, "the session is running another statement");
+  tm_sql_stmt *q = tm_calloc(1, sizeof *q);
+  if (!q) return tm_error_nomem(err);
+  q->s = s;
+  s->open = q;
+  json_t *ast = NULL;
+  int rc = tm_sql__gate(s->conn, sql, &q->ps, &ast, err);
+  if (rc == TM_OK && ast) rc = post_pushdown(s->cat, s->conn, ast, &q->pushed, err);
+  json_decref(ast);
+  if (rc == TM_OK && s->timeout_ms > 0)
+    q->watch = tm_db__watch(s->cat->db, s->conn, tm_monotonic_ns() + s->timeout_ms * 1000000);
+  if (rc == TM_OK) {
+    if (duckdb_execute_prepared_streaming(q->ps, &q->result) == DuckDBError) {
+      rc = stmt_error(q, &q->result, err);
+      duckdb_destroy_result(&q->result);
+    } else {
+      q->has_result = true;
+    }
+  }
+  if (rc == TM_OK) {
+    q->n_cols = (size_t)duckdb_column_count(&q->result);
+    q->types = tm_calloc(q->n_cols ? q->n_cols : 1, sizeof *q->types);
+    if (!q->types) rc = tm_error_nomem(err);
+    for (size_t i = 0; rc == TM_OK && i < q->n_cols; i++)
+      q->types[i] = duckdb_column_logical_type(&q->result, i);
+  }
+  if (rc < 0) {
+    tm_sql_stmt_free(q);
+    return rc;
+  }
+  *out = q;
+  return TM_OK;
+}
+
+int tm_sql_step(tm_sql_stmt *q, tm_error *err) {
+  if (q->chunk && q->row + 1 < q->rows) {
+    q->row++;
+    return TM_OK;
+  }
+  for (;;) {
+    if (q->chunk) duckdb_destroy_data_chunk(&q->chunk);
+    q->chunk = duckdb_fetch_chunk(q->result);
+    if (!q->chunk) {
+      if (duckdb_result_error(&q->result)) return stmt_error(q, &q->result, err);
+      return TM_ITEROVER;
+    }
+    q->rows = duckdb_data_chunk_get_size(q->chunk);
+    q->row = 0;
+    if (q->rows > 0) return TM_OK;
+  }
+}
+
+size_t tm_sql_column_count(const tm_sql_stmt *q) { return q->n_cols; }
+
+const char *tm_sql_column_name(const tm_sql_stmt *q, size_t i) {
+  const char *n = duckdb_column_name((duckdb_result *)&q->result, i);
+  return n ? n : "";
+}
+
+bool tm_sql_column_is_null(const tm_sql_stmt *q, size_t i) {
+  if (!q->chunk) return true;
+  uint64_t *m = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(q->chunk, i));
+  return m && !duckdb_validity_row_is_valid(m, q->row);
+}
+
+int tm_sql_column_render(tm_sql_stmt *q, size_t i, tm_buf *out, tm_cell_kind *kind, tm_error *err) {
+  if (!q->chunk || i >= q->n_cols) return tm_error_set(err, TM_EINVALID, "no such cell");
+  return tm_sql__render(duckdb_data_chunk_get_vector(q->chunk, i), q->types[i], q->row, out, kind, err);
 }
 
 int tm_sql_query(tm_sql_session *s, const char *sql, tm_out_format format, tm_out_sink_fn sink,
@@ -859,7 +520,7 @@ static int read_ident(const char **pp, tm_buf *out, tm_error *err) {
     }
   } else {
     while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-           *p == '_' || *p == '$' || (unsigned char)*p >= 0x80)
+           *p == '_' || *p == '$' || *p == '-' || (unsigned char)*p >= 0x80)
       TM_TRY(tm_buf_putc(out, *p++, err));
     if (out->len == 0) return tm_error_set(err, TM_EINVALID, "retention_sql: a table name is missing");
   }
@@ -883,7 +544,7 @@ int tm_sql_retention_condition(const char *sql, const char *dataset, char **wher
     tm_buf_clear(&name);
     TM_CHECK(read_ident(&p, &name, err));
   }
-  if (sqlite3_stricmp(tm_buf_cstr(&name), dataset) != 0) {
+  if (strcasecmp(tm_buf_cstr(&name), dataset) != 0) {
     rc = tm_error_set(err, TM_EINVALID, "retention_sql deletes from '%s', not from the dataset '%s'",
                       tm_buf_cstr(&name), dataset);
     goto done;

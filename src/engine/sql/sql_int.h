@@ -1,41 +1,61 @@
 /*
- * sql_int.h - what the SQL session and the virtual-table module share
- * (engine layer, private).
+ * sql_int.h - what the SQL parts of the engine layer share (engine layer,
+ * private): the read-only gate, result rendering, WHERE-clause pushdown and
+ * the scan providers of federated sources.
  */
 #ifndef TM_ENGINE_SQL_SQL_INT_H
 #define TM_ENGINE_SQL_SQL_INT_H
 
-#include "engine/columnar/columnar.h"
+#include <jansson.h>
+
+#include "engine/engine_int.h"
 #include "engine/sql.h"
 
-typedef struct tm_sql_vtab tm_sql_vtab;
+/*
+ * gate.c: checks that sql is one statement that only reads (SPEC D4) and
+ * prepares it on c. *ast_out (json_decref; NULL for EXPLAIN) is the parse
+ * tree DuckDB serialized (json_serialize_sql), for pushdown.
+ * Errors: TM_EINVALID naming what was refused, DuckDB's parse and bind errors.
+ */
+int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
+                 json_t **ast_out, tm_error *err) TM_WARN_UNUSED;
+
+/** gate.c: whether a table function may run in a query (not a file reader, ...). */
+bool tm_sql__function_allowed(const char *name);
 
 /*
- * The context a connection's "tidemark" module serves: either a session
- * (tables follow the published snapshots, pinned per statement) or one
- * fixed snapshot (a retention condition evaluated inside a transaction).
+ * render.c: row `row` of vector v (of type lt) as the outputs show it:
+ * appended to out, with its kind. Nested values become JSON.
  */
-typedef struct tm_vtab_host {
-  tm_engine *creating;      /* the engine of the table being created (set around CREATE) */
-  tm_csnap *fixed;          /* a fixed snapshot, or NULL */
-  uint64_t gen;             /* statement generation; pins of older ones are stale */
-  tm_sql_vtab *vtabs;       /* the connection's tables (to unpin at statement end) */
-  tm_sql_scan_stats stats;  /* cumulative */
-} tm_vtab_host;
+int tm_sql__render(duckdb_vector v, duckdb_logical_type lt, idx_t row, tm_buf *out,
+                   tm_cell_kind *kind, tm_error *err) TM_WARN_UNUSED;
 
-/** Registers the module "tidemark" on db, serving host (which must outlive db). */
-int tm_sql__vtab_register(sqlite3 *db, tm_vtab_host *host, tm_error *err) TM_WARN_UNUSED;
-/** Releases every snapshot the host's tables pinned (statement end). */
-void tm_sql__vtab_unpin_all(tm_vtab_host *host);
-
-/**
- * The read-only authorizer of outside queries (SPEC D4). payload: a char
- * buffer of TM_SQL_DENIED_MAX bytes receiving what was refused, or NULL.
+/*
+ * pushdown.c: the conjuncts of the WHERE clauses in ast that filter the
+ * relation `name` (of columns schema) alone, as predicate terms added to out:
+ * `column op constant`, IN lists, BETWEEN, IS [NOT] NULL, with the constant
+ * converted exactly to the column's type (a constant that does not convert
+ * exactly is left to DuckDB). Nothing is extracted when name is read more
+ * than once in the query, or joined. The terms only prune: DuckDB evaluates
+ * the whole WHERE clause on every row.
  */
-#define TM_SQL_DENIED_MAX 160
-int tm_sql__authorizer(void *payload, int action, const char *a, const char *b,
-                       const char *db_name, const char *trigger);
-/** Whether the rest of a statement after its tail is only blanks, ';' and comments. */
-bool tm_sql__only_blank(const char *tail);
+int tm_sql__pushdown(const json_t *ast, const char *name, const tm_schema *schema,
+                     tm_predicate *out, tm_error *err) TM_WARN_UNUSED;
+/** pushdown.c: the names of base tables ast reads (tm_free each, then the array). */
+int tm_sql__tables(const json_t *ast, char ***names_out, size_t *n_out, tm_error *err)
+    TM_WARN_UNUSED;
+
+/*
+ * federated.c: a scan provider over a source (SPEC C6): each query opens and
+ * describes it, and scans it with delete files applied (B12). The provider's
+ * last described schema types the pushdown of the next query
+ * (tm_sql__source_schema).
+ */
+typedef struct tm_sql_source tm_sql_source;
+/** Registers spec (copied) as relation provider_name on db. *out: the provider's state. */
+int tm_sql__source_add(tm_db *db, const char *provider_name, const tm_source_options *opts,
+                       tm_sql_source **out, tm_error *err) TM_WARN_UNUSED;
+/** Copies the schema the source had when last described into out (initialised, empty). */
+int tm_sql__source_schema(tm_sql_source *s, tm_schema *out, tm_error *err) TM_WARN_UNUSED;
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * sqlite.c - the sqlite engine: one SQLite table per dataset (engine layer).
+ * sqlite.c - the sqlite engine: one SQLite table per dataset, queried through
+ * DuckDB (engine layer).
  *
  * The dataset is a table named after it in its own database file, in WAL
  * mode so that readers keep a snapshot while a refresh writes. File mode
@@ -12,10 +13,17 @@
  * written in the same transaction as the rows) and _tm_meta (schema, options
  * fingerprint, row count). A primary key is the table's PRIMARY KEY; a
  * repeated key resolves by arrival order: `drop` is ON CONFLICT DO NOTHING,
- * `upsert` is ON CONFLICT DO UPDATE (SPEC A8). A full refresh fills a new
- * table and swaps it in with DROP + ALTER TABLE RENAME inside the commit
- * (SPEC A11). Values are stored in their SQL face (engine_int.h), so the
- * same queries give the same answers as on the columnar engines.
+ * `upsert` is ON CONFLICT DO UPDATE (SPEC A8). A full refresh (A11) and a
+ * replacement for a new schema (B9) fill a new table and swap it in with
+ * DROP + ALTER TABLE RENAME inside the commit. Values are stored as
+ * sqlite_int.h describes.
+ *
+ * SQL sees the table through DuckDB's tm_scan table function: the engine
+ * registers itself as a scan provider, and each query scans the columns it
+ * uses in one SQLite read transaction (WAL: one committed state, C5), with
+ * the pushed-down comparisons in SQLite's WHERE. The rowid is a hidden
+ * column of the scan, so that a retention condition in DuckDB's dialect can
+ * name the rows to delete.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,23 +35,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/engine_int.h"
+#include "engine/sqlite/sqlite_int.h"
 #include "io/io.h"
+#include "util/log.h"
 #include "util/alloc.h"
 
 #define POOL_MAX 8
 #define TABLE_NEW_SUFFIX "__tm_new"
+#define ROWID_COLUMN "_tm_rowid"
 
 typedef struct sq_engine {
   tm_engine base;
   sqlite3 *db;          /* writer connection; also used for DDL at open */
   char *file;           /* owned: database path */
-  char *uri;            /* owned: URI a session ATTACHes */
+  char *provider;       /* owned: the tm_scan relation name, once registered */
+  char *provider_w;     /* owned: the same through the writer's transaction (delete_where) */
+  bool pending;         /* a replacement (B9): the first commit swaps the new table in */
+  struct sq_share *shares; /* the read transactions of running statements; under mu */
   char *table_q;        /* owned: the dataset's quoted table name */
   char *new_q;          /* owned: the quoted name of a full refresh's new table */
   char *index_q;        /* owned: quoted name of the time-column index */
   bool scratch;         /* memory mode: remove the files at close */
-  pthread_mutex_t mu;   /* guards pool */
+  pthread_mutex_t mu;   /* guards pool and shares */
   sqlite3 *pool[POOL_MAX]; /* idle read connections */
   size_t n_pool;
 } sq_engine;
@@ -59,14 +72,10 @@ typedef struct sq_txn {
   int64_t sup[TM_SUPERSEDED__COUNT];
 } sq_txn;
 
-typedef struct sq_snap {
-  tm_engine_snapshot base;
-  sqlite3 *db;          /* a read connection holding an open read transaction */
-  int64_t rows;
-} sq_snap;
-
 typedef struct sq_scan {
   tm_engine_scan base;
+  sqlite3 *db;          /* a read connection holding the scan's read transaction */
+  bool borrowed;        /* db is the writer's connection (inside its transaction) */
   sqlite3_stmt *st;
   tm_schema out_schema; /* the scanned columns */
   size_t *cols;         /* schema index per scanned column */
@@ -78,6 +87,7 @@ typedef struct sq_scan {
 
 static sq_engine *sq_of(tm_engine *e) { return (sq_engine *)e; }
 static const tm_engine_vtable k_vtable;
+static int register_provider(sq_engine *e, tm_error *err);
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -349,7 +359,8 @@ static void sq_free(sq_engine *e) {
   }
   pthread_mutex_destroy(&e->mu);
   tm_free(e->file);
-  tm_free(e->uri);
+  tm_free(e->provider);
+  tm_free(e->provider_w);
   tm_free(e->table_q);
   tm_free(e->new_q);
   tm_free(e->index_q);
@@ -357,7 +368,18 @@ static void sq_free(sq_engine *e) {
   tm_free(e);
 }
 
-static void sq_close(tm_engine *base) { sq_free(sq_of(base)); }
+/*
+ * The last reference went. A query may still be binding the scan provider
+ * (it looked the provider up, then finds the engine closing): the memory is
+ * freed when the registry releases the provider, after such a query.
+ */
+static void sq_close(tm_engine *base) {
+  sq_engine *e = sq_of(base);
+  /* The reading provider's release frees the engine (the writer's releases nothing). */
+  if (e->provider_w) tm_db__provider_remove(base->db, e->provider_w);
+  if (e->provider) tm_db__provider_remove(base->db, e->provider);
+  else sq_free(e);
+}
 
 /*
  * Scratch databases of processes that died (killed, crashed) would stay in
@@ -425,11 +447,6 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
     tm_free(dir);
     if (rc < 0) goto done;
   }
-  e->uri = tm_asprintf("file:%s", e->file);
-  if (!e->uri) {
-    rc = tm_error_nomem(err);
-    goto done;
-  }
   /* Connect first (with a provisional config) to learn whether a table exists. */
   e->base.cfg.busy_timeout_ms = opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : 5000;
   TM_CHECK(open_conn(e, schema != NULL, &e->db, err));
@@ -443,13 +460,10 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
     TM_CHECK(meta_get(e->db, "schema", &text, e->file, err));
     len = strlen(text);
     TM_CHECK(tm_engine__schema_decode(&stored, text, len, err));
-    if (schema && !same_columns(schema, &stored)) {
-      rc = tm_error_set(err, TM_ECONFLICT,
-                        "%s: the stored acceleration has a different schema", e->file);
-      goto done;
-    }
+    /* Another schema: a replacement that the first commit swaps in (B9). */
+    if (schema && !same_columns(schema, &stored)) e->pending = true;
   }
-  TM_CHECK(tm_engine__init_base(&e->base, &k_vtable, exists ? &stored : schema,
+  TM_CHECK(tm_engine__init_base(&e->base, &k_vtable, exists && !e->pending ? &stored : schema,
                                 opts, err));
   e->table_q = quoted(e->base.cfg.dataset, NULL);
   e->new_q = quoted(e->base.cfg.dataset, TABLE_NEW_SUFFIX);
@@ -466,8 +480,16 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   TM_CHECK(exec(e->db, "PRAGMA cache_size=-131072", e->file, err));
   /* After a checkpoint the WAL shrinks back instead of keeping a full refresh's size. */
   TM_CHECK(exec(e->db, "PRAGMA journal_size_limit=67108864", e->file, err));
-  if (exists) TM_CHECK(check_options(e, err));
-  else TM_CHECK(create_tables(e, err));
+  if (exists && !e->pending) {
+    rc = check_options(e, err);
+    if (rc == TM_ECONFLICT) {
+      e->pending = true; /* the key options changed: a replacement too */
+      rc = TM_OK;
+    }
+    if (rc < 0) goto done;
+  }
+  if (!exists) TM_CHECK(create_tables(e, err));
+  TM_CHECK(register_provider(e, err));
   *out = &e->base;
   e = NULL;
 done:
@@ -480,7 +502,6 @@ done:
       if (e->scratch && e->file) unlink(e->file);
       pthread_mutex_destroy(&e->mu);
       tm_free(e->file);
-      tm_free(e->uri);
       tm_free(e);
     } else {
       sq_free(e);
@@ -503,7 +524,6 @@ static int sq_drop(const tm_engine_options *opts, tm_error *err) {
   return TM_OK;
 }
 
-const char *tm_sqlite_engine__uri(const tm_engine *e) { return ((const sq_engine *)e)->uri; }
 
 /* ---- write transactions ---------------------------------------------------------- */
 
@@ -578,9 +598,9 @@ static int sq_begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_e
    * open, uncommitted: end it before beginning this one. */
   if (!sqlite3_get_autocommit(e->db)) sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
   TM_CHECK(exec(e->db, "BEGIN IMMEDIATE", e->file, err));
-  TM_CHECK(read_count(e->db, &t->count_before, e->file, err));
   t->target_q = e->table_q;
-  if (kind == TM_TXN_REPLACE_ALL) {
+  if (!e->pending) TM_CHECK(read_count(e->db, &t->count_before, e->file, err));
+  if (kind == TM_TXN_REPLACE_ALL || e->pending) {
     TM_CHECK(tm_buf_printf(&sql, err, "DROP TABLE IF EXISTS main.%s", e->new_q));
     TM_CHECK(exec(e->db, sql.ptr, e->file, err));
     tm_buf_clear(&sql);
@@ -650,78 +670,76 @@ static int sq_write(tm_engine_txn *tb, const tm_batch *b, tm_error *err) {
 }
 
 /*
- * Authorizer for a retention condition: reads, functions (but not
- * load_extension) and the one DELETE being prepared; nothing else.
+ * The retention condition is in DuckDB's dialect, so DuckDB evaluates it: a
+ * scan of this dataset through tm_scan names the rowids of the rows it holds
+ * for, and they are deleted in the SQLite transaction. The condition is
+ * wrapped in one SELECT, which must stay one statement.
  */
-static int delete_auth(void *payload, int action, const char *a, const char *b,
-                       const char *db_name, const char *trigger) {
-  (void)b;
-  (void)db_name;
-  (void)trigger;
-  const char *target = payload;
-  switch (action) {
-    case SQLITE_READ:
-    case SQLITE_SELECT:
-    case SQLITE_RECURSIVE: return SQLITE_OK;
-    case SQLITE_FUNCTION:
-      return b && sqlite3_stricmp(b, "load_extension") == 0 ? SQLITE_DENY : SQLITE_OK;
-    case SQLITE_DELETE: return a && strcmp(a, target) == 0 ? SQLITE_OK : SQLITE_DENY;
-    default: return SQLITE_DENY;
-  }
-}
-
-/* Unquoted name of the target table, for the authorizer. */
-static const char *target_name(sq_engine *e, sq_txn *t, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s%s", e->base.cfg.dataset,
-           t->target_q == e->new_q ? TABLE_NEW_SUFFIX : "");
-  return buf;
-}
-
-static bool only_space(const char *s) {
-  for (; s && *s; s++)
-    if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != ';') return false;
-  return true;
-}
-
-static int run_delete(sq_engine *e, sq_txn *t, const char *sql, sqlite3_stmt **st_out,
-                      int64_t *n_out, tm_error *err) {
-  (void)t;
-  sqlite3_stmt *st = *st_out;
-  int s = sqlite3_step(st);
-  int rc = s == SQLITE_DONE ? TM_OK : sql_error(err, e->db, "delete failed", e->file);
-  if (rc == TM_OK) *n_out = sqlite3_changes(e->db);
-  (void)sql;
-  return rc;
-}
-
 static int sq_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n_out,
                            tm_error *err) {
   sq_txn *t = (sq_txn *)tb;
   sq_engine *e = sq_of(tb->engine);
   tm_buf sql = TM_BUF_INIT(1 << 24);
-  char name[512];
-  sqlite3_stmt *st = NULL;
-  const char *tail = NULL;
-  int rc = tm_buf_printf(&sql, err, "DELETE FROM main.%s WHERE (%s\n)", t->target_q, where_sql);
-  if (rc < 0) goto done;
-  sqlite3_set_authorizer(e->db, delete_auth, (void *)target_name(e, t, name, sizeof name));
-  int s = sqlite3_prepare_v2(e->db, sql.ptr, -1, &st, &tail);
-  sqlite3_set_authorizer(e->db, NULL, NULL);
-  if (s != SQLITE_OK) {
-    rc = tm_error_set(err, TM_EINVALID, "dataset '%s': retention condition: %s",
-                      e->base.cfg.dataset, sqlite3_errmsg(e->db));
+  duckdb_connection c = NULL;
+  duckdb_extracted_statements ex = NULL;
+  duckdb_prepared_statement ps = NULL;
+  duckdb_result r;
+  bool have_result = false;
+  sqlite3_stmt *del = NULL;
+  int rc = TM_OK;
+  *n_out = 0;
+  /* Through the writer's connection: the rows this transaction sees. */
+  TM_CHECK(tm_buf_puts(&sql, "SELECT " ROWID_COLUMN " FROM tm_scan(", err));
+  TM_CHECK(tm_engine__quote_string(&sql, e->provider_w, strlen(e->provider_w), err));
+  TM_CHECK(tm_buf_puts(&sql, ") AS ", err));
+  TM_CHECK(tm_engine__quote_ident(&sql, e->base.cfg.dataset, err));
+  TM_CHECK(tm_buf_printf(&sql, err, " WHERE (%s\n)", where_sql));
+  TM_CHECK(tm_db__connect(e->base.db, &c, err));
+  if (duckdb_extract_statements(c, tm_buf_cstr(&sql), &ex) != 1) {
+    rc = tm_error_set(err, TM_EINVALID, "dataset '%s': retention condition: %s", e->base.cfg.dataset,
+                      duckdb_extract_statements_error(ex) ? duckdb_extract_statements_error(ex)
+                                                          : "it must be one condition");
     goto done;
   }
-  if (!only_space(tail)) {
-    rc = tm_error_set(err, TM_EINVALID,
-                      "dataset '%s': retention condition holds more than one statement",
-                      e->base.cfg.dataset);
+  if (duckdb_prepare_extracted_statement(c, ex, 0, &ps) == DuckDBError ||
+      duckdb_prepared_statement_type(ps) != DUCKDB_STATEMENT_TYPE_SELECT) {
+    rc = tm_error_set(err, TM_EINVALID, "dataset '%s': retention condition: %s", e->base.cfg.dataset,
+                      duckdb_prepare_error(ps) ? duckdb_prepare_error(ps) : "not a condition");
     goto done;
   }
-  TM_CHECK(run_delete(e, t, sql.ptr, &st, n_out, err));
+  if (duckdb_execute_prepared_streaming(ps, &r) == DuckDBError) {
+    rc = tm_db__result_error(err, &r, e->base.cfg.dataset);
+    duckdb_destroy_result(&r);
+    goto done;
+  }
+  have_result = true;
+  tm_buf_clear(&sql);
+  TM_CHECK(tm_buf_printf(&sql, err, "DELETE FROM main.%s WHERE rowid = ?1", t->target_q));
+  TM_CHECK(prepare(e->db, sql.ptr, &del, e->file, err));
+  for (;;) {
+    duckdb_data_chunk ch = duckdb_fetch_chunk(r);
+    if (!ch) {
+      if (duckdb_result_error(&r)) rc = tm_db__result_error(err, &r, e->base.cfg.dataset);
+      break;
+    }
+    idx_t n = duckdb_data_chunk_get_size(ch);
+    const int64_t *ids = duckdb_vector_get_data(duckdb_data_chunk_get_vector(ch, 0));
+    for (idx_t i = 0; i < n && rc == TM_OK; i++) {
+      sqlite3_bind_int64(del, 1, ids[i]);
+      if (sqlite3_step(del) != SQLITE_DONE) rc = sql_error(err, e->db, "delete failed", e->file);
+      else *n_out += sqlite3_changes(e->db);
+      sqlite3_reset(del);
+    }
+    duckdb_destroy_data_chunk(&ch);
+    if (rc < 0) break;
+  }
   t->deleted += *n_out;
 done:
-  sqlite3_finalize(st);
+  sqlite3_finalize(del);
+  if (have_result) duckdb_destroy_result(&r);
+  if (ps) duckdb_destroy_prepare(&ps);
+  if (ex) duckdb_destroy_extracted(&ex);
+  if (c) duckdb_disconnect(&c);
   tm_buf_dispose(&sql);
   return rc;
 }
@@ -757,6 +775,12 @@ static void older_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_result_int(ctx, !at.null && tm_instant_cmp(at, bound) < 0);
 }
 
+static int run_delete(sq_engine *e, sqlite3_stmt *st, int64_t *n_out, tm_error *err) {
+  int rc = sqlite3_step(st) == SQLITE_DONE ? TM_OK : sql_error(err, e->db, "delete failed", e->file);
+  if (rc == TM_OK) *n_out = sqlite3_changes(e->db);
+  return rc;
+}
+
 static int sq_delete_before(tm_engine_txn *tb, int64_t sec, int32_t nsec, int64_t *n_out,
                             tm_error *err) {
   sq_txn *t = (sq_txn *)tb;
@@ -775,7 +799,7 @@ static int sq_delete_before(tm_engine_txn *tb, int64_t sec, int32_t nsec, int64_
   TM_CHECK(prepare(e->db, sql.ptr, &st, e->file, err));
   sqlite3_bind_int64(st, 1, sec);
   sqlite3_bind_int64(st, 2, nsec);
-  TM_CHECK(run_delete(e, t, sql.ptr, &st, n_out, err));
+  TM_CHECK(run_delete(e, st, n_out, err));
   t->deleted += *n_out;
 done:
   sqlite3_finalize(st);
@@ -809,12 +833,25 @@ static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
   char num[32];
   sqlite3_finalize(t->ins);
   t->ins = NULL;
-  if (state) TM_CHECK(write_state(e, state, err));
-  if (tb->kind == TM_TXN_REPLACE_ALL) {
-    TM_CHECK(tm_buf_printf(&sql, err, "DROP TABLE main.%s; ALTER TABLE main.%s RENAME TO %s",
+  /* A replacement starts without the state of what it replaces (B9). */
+  tm_kv none;
+  tm_kv_init(&none);
+  if (state || e->pending) TM_CHECK(write_state(e, state ? state : &none, err));
+  if (tb->kind == TM_TXN_REPLACE_ALL || e->pending) {
+    TM_CHECK(tm_buf_printf(&sql, err, "DROP TABLE IF EXISTS main.%s; ALTER TABLE main.%s RENAME TO %s",
                            e->table_q, e->new_q, e->table_q));
     TM_CHECK(exec(e->db, sql.ptr, e->file, err));
     TM_CHECK(create_time_index(e, err));
+  }
+  if (e->pending) {
+    tm_buf text = TM_BUF_INIT(1 << 24);
+    rc = tm_engine__schema_encode(&e->base.schema, &text, err);
+    if (rc == TM_OK) rc = meta_set(e->db, "schema", tm_buf_cstr(&text), e->file, err);
+    tm_buf_clear(&text);
+    if (rc == TM_OK) rc = tm_engine__options_fingerprint(&e->base, &text, err);
+    if (rc == TM_OK) rc = meta_set(e->db, "options", tm_buf_cstr(&text), e->file, err);
+    tm_buf_dispose(&text);
+    if (rc < 0) goto done;
   }
   snprintf(num, sizeof num, "%lld", (long long)after);
   TM_CHECK(meta_set(e->db, "row_count", num, e->file, err));
@@ -822,6 +859,7 @@ static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
     rc = sql_error(err, e->db, "commit failed", e->file);
     goto done;
   }
+  e->pending = false;
   info->rows_written = t->inserted + t->updated;
   info->rows_deleted = t->deleted;
   memcpy(info->rows_superseded, t->sup, sizeof t->sup);
@@ -844,42 +882,28 @@ static void sq_abort(tm_engine_txn *tb) {
   tm_engine__writer_release(&e->base);
 }
 
-/* ---- snapshots and reads ------------------------------------------------------------ */
+/* ---- reads ----------------------------------------------------------------------
+ *
+ * Each read is one SQLite read transaction on a pooled connection: one
+ * committed state. A replacement not yet committed (pending) holds nothing.
+ */
 
-static int sq_snapshot(tm_engine *base, tm_engine_snapshot **out, tm_error *err) {
-  sq_engine *e = sq_of(base);
+/* Takes a pooled connection and starts a read transaction on it. */
+static int read_begin(sq_engine *e, sqlite3 **out, tm_error *err) {
   sqlite3 *db = NULL;
   TM_TRY(pool_take(e, &db, err));
-  int64_t rows = 0;
   int rc = exec(db, "BEGIN", e->file, err);
-  /* The first read starts the read transaction that pins this state. */
-  if (rc == TM_OK) rc = read_count(db, &rows, e->file, err);
-  sq_snap *s = rc == TM_OK ? tm_calloc(1, sizeof *s) : NULL;
-  if (rc == TM_OK && !s) rc = tm_error_nomem(err);
   if (rc < 0) {
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     pool_put(e, db);
     return rc;
   }
-  tm_engine__snapshot_init(&s->base, base);
-  s->db = db;
-  s->rows = rows;
-  *out = &s->base;
+  *out = db;
   return TM_OK;
 }
 
-static void sq_snapshot_free(tm_engine_snapshot *sb) {
-  sq_snap *s = (sq_snap *)sb;
-  sq_engine *e = sq_of(sb->engine);
-  sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-  pool_put(e, s->db);
-  tm_free(s);
-}
-
-static int sq_row_count(tm_engine_snapshot *sb, int64_t *out, tm_error *err) {
-  (void)err;
-  *out = ((sq_snap *)sb)->rows;
-  return TM_OK;
+static void read_end(sq_engine *e, sqlite3 *db) {
+  sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  pool_put(e, db);
 }
 
 static int read_state_on(sqlite3 *db, tm_kv *out, const char *name, tm_error *err) {
@@ -894,15 +918,24 @@ static int read_state_on(sqlite3 *db, tm_kv *out, const char *name, tm_error *er
   return rc;
 }
 
-static int sq_snapshot_state(tm_engine_snapshot *sb, tm_kv *out, tm_error *err) {
-  return read_state_on(((sq_snap *)sb)->db, out, sq_of(sb->engine)->file, err);
+static int sq_read_state(tm_engine *base, tm_kv *out, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  if (e->pending) return TM_OK;
+  sqlite3 *db;
+  TM_TRY(read_begin(e, &db, err));
+  int rc = read_state_on(db, out, e->file, err);
+  read_end(e, db);
+  return rc;
 }
 
-static int sq_read_state(tm_engine *base, tm_kv *out, tm_error *err) {
-  tm_engine_snapshot *s;
-  TM_TRY(tm_engine_snapshot_acquire(base, &s, err));
-  int rc = sq_snapshot_state(s, out, err);
-  tm_engine_snapshot_release(s);
+static int sq_row_count(tm_engine *base, int64_t *out, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  *out = 0;
+  if (e->pending) return TM_OK;
+  sqlite3 *db;
+  TM_TRY(read_begin(e, &db, err));
+  int rc = read_count(db, out, e->file, err);
+  read_end(e, db);
   return rc;
 }
 
@@ -924,24 +957,27 @@ static int agg_value(sq_engine *e, sqlite3 *db, const char *fn, size_t col, tm_v
   return rc;
 }
 
-static int sq_bounds(tm_engine_snapshot *sb, size_t col, tm_engine_bounds *out, tm_error *err) {
-  sq_snap *s = (sq_snap *)sb;
-  sq_engine *e = sq_of(sb->engine);
+static int sq_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  if (e->pending) return TM_OK;
+  sqlite3 *db;
+  TM_TRY(read_begin(e, &db, err));
   bool f1 = false, f2 = false;
-  int rc = agg_value(e, s->db, "min", col, &out->min, &out->owned[0], &f1, err);
-  if (rc == TM_OK) rc = agg_value(e, s->db, "max", col, &out->max, &out->owned[1], &f2, err);
+  int rc = agg_value(e, db, "min", col, &out->min, &out->owned[0], &f1, err);
+  if (rc == TM_OK) rc = agg_value(e, db, "max", col, &out->max, &out->owned[1], &f2, err);
+  read_end(e, db);
   if (rc < 0) tm_engine_bounds_dispose(out);
   else out->found = f1 && f2;
   return rc;
 }
 
-/* Whether SQL comparison on the column's SQL face orders exactly like tm_value_cmp. */
+/* Whether SQL comparison on the stored form orders exactly like tm_value_cmp. */
 static bool sql_order_exact(const tm_type *t) {
   switch (t->id) {
     case TM_TYPE_UINT64: return false; /* stored as int64 bits */
     case TM_TYPE_DECIMAL128: return t->precision <= 15;
     case TM_TYPE_FLOAT32:
-    case TM_TYPE_FLOAT64: return true; /* NaN is NULL in SQLite; never matches either way */
+    case TM_TYPE_FLOAT64: return false; /* NaN is stored as text */
     default: return true;
   }
 }
@@ -963,59 +999,69 @@ static int add_term_sql(tm_buf *sql, const tm_pred_term *term, int *n_params, tm
 
 static void scan_free(sq_scan *sc) {
   sqlite3_finalize(sc->st);
+  sq_engine *e = sc->base.engine ? sq_of(sc->base.engine) : NULL;
+  if (sc->db && e && !sc->borrowed) read_end(e, sc->db);
   tm_schema_dispose(&sc->out_schema);
   tm_free(sc->cols);
   tm_predicate_dispose(&sc->residual);
-  if (sc->base.snap) tm_engine_snapshot_release(sc->base.snap);
+  tm_engine_release(sc->base.engine);
   tm_free(sc);
 }
 
+/* Adds schema column idx (idx == n_cols: the rowid) to the scanned columns. */
 static int add_scan_col(sq_scan *sc, const tm_schema *s, size_t idx, tm_error *err) {
   for (size_t i = 0; i < sc->n_cols; i++)
     if (sc->cols[i] == idx) return TM_OK;
   sc->cols[sc->n_cols++] = idx;
+  if (idx == s->n_cols)
+    return tm_schema_add(&sc->out_schema, ROWID_COLUMN, tm_type_of(TM_TYPE_INT64), false, -1, err);
   const tm_column *c = &s->cols[idx];
   return tm_schema_add(&sc->out_schema, c->name, c->type, c->nullable, c->field_id, err);
 }
 
-static int sq_scan_open(tm_engine_snapshot *sb, const size_t *cols, size_t n_cols,
-                        const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
-  sq_snap *snap = (sq_snap *)sb;
-  sq_engine *e = sq_of(sb->engine);
+/*
+ * A scan in a read transaction of its own (conn NULL), or on a connection the
+ * caller keeps inside its transaction (a statement's share, or the writer's).
+ */
+static int scan_open(tm_engine *base, sqlite3 *conn, const size_t *cols, size_t n_cols,
+                     const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
+  sq_engine *e = sq_of(base);
   const tm_schema *s = &e->base.schema;
   tm_buf sql = TM_BUF_INIT(1 << 24);
   int rc = TM_OK;
   sq_scan *sc = tm_calloc(1, sizeof *sc);
   if (!sc) return tm_error_nomem(err);
+  sc->base.engine = tm_engine_retain(base);
   tm_schema_init(&sc->out_schema);
   tm_predicate_init(&sc->residual);
   size_t n_terms = pred ? pred->n_terms : 0;
-  sc->cols = tm_calloc(s->n_cols + n_terms + 1, sizeof *sc->cols);
+  sc->cols = tm_calloc(s->n_cols + n_cols + n_terms + 2, sizeof *sc->cols);
   if (!sc->cols) {
     rc = tm_error_nomem(err);
     goto done;
   }
-  sc->base.snap = tm_engine_snapshot_retain(sb);
-  if (n_cols == 0)
+  if (!cols)
     for (size_t i = 0; i < s->n_cols; i++) TM_CHECK(add_scan_col(sc, s, i, err));
-  for (size_t i = 0; i < n_cols; i++) TM_CHECK(add_scan_col(sc, s, cols[i], err));
+  for (size_t i = 0; cols && i < n_cols; i++) TM_CHECK(add_scan_col(sc, s, cols[i], err));
   sc->n_proj = sc->n_cols;
+  if (e->pending) {
+    sc->done = true; /* a replacement not yet committed: nothing stored */
+    *out = &sc->base;
+    sc = NULL;
+    goto done;
+  }
   /* Terms SQL orders exactly go into WHERE; the rest are evaluated here. */
   for (size_t i = 0; i < n_terms; i++) {
     const tm_pred_term *term = &pred->terms[i];
     if (sql_order_exact(&term->type)) continue;
     TM_CHECK(add_scan_col(sc, s, (size_t)tm_schema_find(s, term->column), err));
-    tm_predicate one;
-    tm_predicate_init(&one);
-    one.terms = (tm_pred_term *)term;
-    one.n_terms = 1;
-    rc = tm_predicate_copy(&sc->residual, &one, err);
-    if (rc < 0) goto done;
+    TM_CHECK(tm_predicate_add_term(&sc->residual, term, err));
   }
   TM_CHECK(tm_buf_puts(&sql, "SELECT ", err));
   for (size_t i = 0; i < sc->n_cols; i++) {
     if (i) TM_CHECK(tm_buf_puts(&sql, ", ", err));
-    TM_CHECK(quote_ident(&sql, s->cols[sc->cols[i]].name, NULL, err));
+    if (sc->cols[i] == s->n_cols) TM_CHECK(tm_buf_puts(&sql, "rowid", err));
+    else TM_CHECK(quote_ident(&sql, s->cols[sc->cols[i]].name, NULL, err));
   }
   if (sc->n_cols == 0) TM_CHECK(tm_buf_puts(&sql, "1", err));
   TM_CHECK(tm_buf_printf(&sql, err, " FROM main.%s", e->table_q));
@@ -1028,7 +1074,13 @@ static int sq_scan_open(tm_engine_snapshot *sb, const size_t *cols, size_t n_col
     first = false;
     TM_CHECK(add_term_sql(&sql, term, &n_params, err));
   }
-  TM_CHECK(prepare(snap->db, sql.ptr, &sc->st, e->file, err));
+  if (conn) {
+    sc->db = conn;
+    sc->borrowed = true;
+  } else {
+    TM_CHECK(read_begin(e, &sc->db, err));
+  }
+  TM_CHECK(prepare(sc->db, sql.ptr, &sc->st, e->file, err));
   n_params = 0;
   for (size_t i = 0; i < n_terms; i++) {
     const tm_pred_term *term = &pred->terms[i];
@@ -1040,9 +1092,8 @@ static int sq_scan_open(tm_engine_snapshot *sb, const size_t *cols, size_t n_col
     for (size_t k = 0; k < nv; k++) {
       tm_sqlval sv;
       tm_sqlval_from(&sv, &term->type, &vals[k]);
-      /* The literal's text is rendered into sv.buf: bind a copy. */
       if (tm_sqlval_bind(sc->st, ++n_params, &sv) != SQLITE_OK) {
-        rc = sql_error(err, snap->db, "cannot bind", e->file);
+        rc = sql_error(err, sc->db, "cannot bind", e->file);
         goto done;
       }
     }
@@ -1055,9 +1106,14 @@ done:
   return rc;
 }
 
+static int sq_scan_open(tm_engine *base, const size_t *cols, size_t n_cols,
+                        const tm_predicate *pred, tm_engine_scan **out, tm_error *err) {
+  return scan_open(base, NULL, cols, n_cols, pred, out, err);
+}
+
 static int sq_scan_next(tm_engine_scan *scb, tm_batch *out, tm_error *err) {
   sq_scan *sc = (sq_scan *)scb;
-  sq_engine *e = sq_of(scb->snap->engine);
+  sq_engine *e = sq_of(scb->engine);
   if (sc->done) return TM_ITEROVER;
   tm_batch_builder bb;
   TM_TRY(tm_batch_builder_init(&bb, &sc->out_schema, err));
@@ -1070,7 +1126,7 @@ static int sq_scan_next(tm_engine_scan *scb, tm_batch *out, tm_error *err) {
       break;
     }
     if (s != SQLITE_ROW) {
-      rc = sql_error(err, sqlite3_db_handle(sc->st), "scan failed", e->file);
+      rc = sql_error(err, sc->db, "scan failed", e->file);
       break;
     }
     for (size_t c = 0; c < sc->n_cols && rc == TM_OK; c++)
@@ -1085,9 +1141,7 @@ static int sq_scan_next(tm_engine_scan *scb, tm_batch *out, tm_error *err) {
   if (rc == TM_OK) rc = tm_batch_builder_finish(&bb, &full, err);
   tm_batch_builder_dispose(&bb);
   if (rc < 0) return rc;
-  scb->stats.rows_read += full.n_rows;
   if (sc->residual.n_terms == 0 && sc->n_cols == sc->n_proj) {
-    scb->stats.rows_out += full.n_rows;
     tm_batch_move(out, &full);
     return TM_OK;
   }
@@ -1101,11 +1155,15 @@ static int sq_scan_next(tm_engine_scan *scb, tm_batch *out, tm_error *err) {
   if (rc == TM_OK) rc = tm_batch_filter(&full, keep, &kept, err);
   for (size_t i = 0; i < sc->n_proj; i++) idx[i] = i;
   if (rc == TM_OK) rc = tm_batch_project(&kept, idx, sc->n_proj, out, err);
-  if (rc == TM_OK) scb->stats.rows_out += out->n_rows;
   tm_batch_release(&kept);
   tm_batch_release(&full);
   tm_free(keep);
   tm_free(idx);
+  /* A batch the residual emptied: read on (callers get no empty batches). */
+  if (rc == TM_OK && out->n_rows == 0) {
+    tm_batch_release(out);
+    return sq_scan_next(scb, out, err);
+  }
   return rc;
 }
 
@@ -1126,10 +1184,204 @@ static int sq_size_bytes(tm_engine *base, uint64_t *out, tm_error *err) {
   return TM_OK;
 }
 
+/* ---- the tm_scan provider: SQL over the table ---------------------------------------
+ *
+ * Every scan of this table within one DuckDB statement (a self-join reads it
+ * twice) shares one SQLite read transaction, so the statement sees one
+ * committed state (C5): the scans of a statement bind with the same query
+ * id, and the first binds a share (a pooled connection inside its read
+ * transaction) that the last unbind ends. DuckDB may run the scans on
+ * different threads: the share's mutex serializes their steps on the one
+ * connection.
+ */
+
+typedef struct sq_share {
+  uint64_t query;
+  sqlite3 *db;            /* a pooled connection inside its read transaction */
+  pthread_mutex_t mu;     /* one step at a time on db */
+  int refs;               /* bound handles; under the engine's mu */
+  struct sq_share *next;
+} sq_share;
+
+typedef struct sq_handle {
+  tm_engine *engine;      /* one reference */
+  sq_share *share;        /* NULL for the writer's provider */
+} sq_handle;
+
+typedef struct sq_cursor {
+  tm_engine_scan *scan;   /* owned */
+  sq_share *share;        /* borrowed from the handle, or NULL */
+} sq_cursor;
+
+static int share_take(sq_engine *e, uint64_t query, sq_share **out, tm_error *err) {
+  pthread_mutex_lock(&e->mu);
+  for (sq_share *sh = e->shares; sh; sh = sh->next)
+    if (sh->query == query) {
+      sh->refs++;
+      pthread_mutex_unlock(&e->mu);
+      *out = sh;
+      return TM_OK;
+    }
+  pthread_mutex_unlock(&e->mu);
+  sq_share *sh = tm_calloc(1, sizeof *sh);
+  if (!sh) return tm_error_nomem(err);
+  int rc = read_begin(e, &sh->db, err);
+  /* The first read starts the read transaction: its state is the statement's. */
+  int64_t rows;
+  if (rc == TM_OK && !e->pending) rc = read_count(sh->db, &rows, e->file, err);
+  if (rc < 0) {
+    if (sh->db) read_end(e, sh->db);
+    tm_free(sh);
+    return rc;
+  }
+  pthread_mutex_init(&sh->mu, NULL);
+  sh->query = query;
+  sh->refs = 1;
+  pthread_mutex_lock(&e->mu);
+  sh->next = e->shares;
+  e->shares = sh;
+  pthread_mutex_unlock(&e->mu);
+  *out = sh;
+  return TM_OK;
+}
+
+static void share_put(sq_engine *e, sq_share *sh) {
+  pthread_mutex_lock(&e->mu);
+  bool last = --sh->refs == 0;
+  if (last)
+    for (sq_share **pp = &e->shares; *pp; pp = &(*pp)->next)
+      if (*pp == sh) {
+        *pp = sh->next;
+        break;
+      }
+  pthread_mutex_unlock(&e->mu);
+  if (!last) return;
+  read_end(e, sh->db);
+  pthread_mutex_destroy(&sh->mu);
+  tm_free(sh);
+}
+
+static int bind_handle(sq_engine *e, uint64_t query, bool writer, void **handle, tm_schema *out,
+                       tm_error *err) {
+  tm_engine *ref = tm_engine__try_retain(&e->base);
+  if (!ref) return tm_error_set(err, TM_ENOTFOUND, "dataset '%s' is closing", e->base.cfg.dataset);
+  sq_handle *h = tm_calloc(1, sizeof *h);
+  int rc = h ? TM_OK : tm_error_nomem(err);
+  if (rc == TM_OK) rc = tm_schema_copy(out, &e->base.schema, err);
+  if (rc == TM_OK) rc = tm_schema_add(out, ROWID_COLUMN, tm_type_of(TM_TYPE_INT64), false, -1, err);
+  if (rc == TM_OK && !writer) rc = share_take(e, query, &h->share, err);
+  if (rc < 0) {
+    tm_free(h);
+    tm_engine_release(ref);
+    return rc;
+  }
+  h->engine = ref;
+  *handle = h;
+  return TM_OK;
+}
+
+static int prov_bind(void *payload, uint64_t query, void **handle, tm_schema *out, tm_error *err) {
+  return bind_handle(payload, query, false, handle, out, err);
+}
+
+static int prov_bind_writer(void *payload, uint64_t query, void **handle, tm_schema *out,
+                            tm_error *err) {
+  return bind_handle(payload, query, true, handle, out, err);
+}
+
+static int prov_open(void *handle, const size_t *cols, size_t n_cols, const tm_predicate *pred,
+                     void **cursor, tm_error *err) {
+  sq_handle *h = handle;
+  sq_cursor *c = tm_calloc(1, sizeof *c);
+  if (!c) return tm_error_nomem(err);
+  c->share = h->share;
+  int rc;
+  if (h->share) {
+    pthread_mutex_lock(&h->share->mu);
+    rc = scan_open(h->engine, h->share->db, cols, n_cols, pred, &c->scan, err);
+    pthread_mutex_unlock(&h->share->mu);
+  } else {
+    rc = scan_open(h->engine, sq_of(h->engine)->db, cols, n_cols, pred, &c->scan, err);
+  }
+  if (rc < 0) {
+    tm_free(c);
+    return rc;
+  }
+  *cursor = c;
+  return TM_OK;
+}
+
+static int prov_next(void *cursor, tm_batch *out, tm_error *err) {
+  sq_cursor *c = cursor;
+  if (c->share) pthread_mutex_lock(&c->share->mu);
+  int rc = sq_scan_next(c->scan, out, err);
+  if (c->share) pthread_mutex_unlock(&c->share->mu);
+  return rc;
+}
+
+static void prov_close(void *cursor) {
+  sq_cursor *c = cursor;
+  if (!c) return;
+  if (c->share) pthread_mutex_lock(&c->share->mu);
+  sq_scan_free(c->scan);
+  if (c->share) pthread_mutex_unlock(&c->share->mu);
+  tm_free(c);
+}
+
+static void prov_unbind(void *handle) {
+  sq_handle *h = handle;
+  if (h->share) share_put(sq_of(h->engine), h->share);
+  tm_engine_release(h->engine);
+  tm_free(h);
+}
+
+static void prov_release(void *payload) { sq_free(payload); }
+static void prov_release_none(void *payload) { (void)payload; }
+
+static int register_provider(sq_engine *e, tm_error *err) {
+  static uint64_t counter;
+  uint64_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  char *name = tm_asprintf("sqlite$%llu$%s", (unsigned long long)n, e->base.cfg.dataset);
+  if (!name) return tm_error_nomem(err);
+  if (tm_schema_find(&e->base.schema, ROWID_COLUMN) >= 0) {
+    tm_free(name);
+    return tm_error_set(err, TM_EINVALID, "dataset '%s': the column name %s is reserved",
+                        e->base.cfg.dataset, ROWID_COLUMN);
+  }
+  char *wname = tm_asprintf("%s$writer", name);
+  tm_scan_provider w = {e, prov_bind_writer, prov_open, prov_next, prov_close, prov_unbind,
+                        prov_release_none};
+  int rc = wname ? tm_db__provider_add(e->base.db, wname, &w, err) : tm_error_nomem(err);
+  if (rc < 0) {
+    tm_free(name);
+    tm_free(wname);
+    return rc;
+  }
+  tm_scan_provider p = {e, prov_bind, prov_open, prov_next, prov_close, prov_unbind, prov_release};
+  rc = tm_db__provider_add(e->base.db, name, &p, err);
+  if (rc < 0) {
+    tm_db__provider_remove(e->base.db, wname);
+    tm_free(name);
+    tm_free(wname);
+    return rc;
+  }
+  e->provider = name;
+  e->provider_w = wname;
+  return TM_OK;
+}
+
+static int sq_relation(tm_engine *base, tm_buf *out, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  TM_TRY(tm_buf_puts(out, "(SELECT * EXCLUDE (" ROWID_COLUMN ") FROM tm_scan(", err));
+  TM_TRY(tm_engine__quote_string(out, e->provider, strlen(e->provider), err));
+  return tm_buf_puts(out, "))", err);
+}
+
 static const tm_engine_vtable k_vtable = {
     TM_ENGINE_VTABLE_VERSION,
     TM_ENGINE_SQLITE,
     (1u << TM_ENGINE_MEMORY) | (1u << TM_ENGINE_FILE),
+    TM_ENGINE_RULE_ARRIVAL,
     sq_open,
     sq_drop,
     sq_close,
@@ -1140,16 +1392,13 @@ static const tm_engine_vtable k_vtable = {
     sq_commit,
     sq_abort,
     sq_read_state,
-    sq_snapshot,
-    sq_snapshot_free,
     sq_row_count,
-    sq_snapshot_state,
     sq_bounds,
     sq_scan_open,
     sq_scan_next,
     sq_scan_free,
     sq_size_bytes,
-    NULL,
+    sq_relation,
 };
 
 const tm_engine_vtable *tm_engine__sqlite_vtable(void) { return &k_vtable; }

@@ -209,7 +209,7 @@ static size_t utf8_len(const unsigned char *s, size_t avail) {
  * need not be (CAST(x'ff' AS TEXT)): each byte that does not start a
  * well-formed sequence becomes U+FFFD, so that the document always parses.
  */
-static int put_json_string(tm_buf *b, const char *s, size_t len, tm_error *err) {
+int tm_json_string(tm_buf *b, const char *s, size_t len, tm_error *err) {
   TM_TRY(tm_buf_putc(b, '"', err));
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
@@ -306,7 +306,7 @@ int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
       TM_TRY(tm_buf_putc(b, '{', err));
       for (size_t i = 0; i < o->n_cols; i++) {
         if (i) TM_TRY(tm_buf_putc(b, ',', err));
-        TM_TRY(put_json_string(b, o->names[i], strlen(o->names[i]), err));
+        TM_TRY(tm_json_string(b, o->names[i], strlen(o->names[i]), err));
         TM_TRY(tm_buf_putc(b, ':', err));
         if (kinds[i] == TM_CELL_NULL) {
           TM_TRY(tm_buf_puts(b, "null", err));
@@ -316,11 +316,11 @@ int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
                                            strncmp(texts[i], "inf", 3) == 0 ||
                                            strncmp(texts[i], "-inf", 4) == 0));
           if (finite) TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
-          else TM_TRY(put_json_string(b, texts[i], lens[i], err));
-        } else if (kinds[i] == TM_CELL_BOOL) {
+          else TM_TRY(tm_json_string(b, texts[i], lens[i], err));
+        } else if (kinds[i] == TM_CELL_BOOL || kinds[i] == TM_CELL_JSON) {
           TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
         } else {
-          TM_TRY(put_json_string(b, texts[i], lens[i], err));
+          TM_TRY(tm_json_string(b, texts[i], lens[i], err));
         }
       }
       TM_TRY(tm_buf_putc(b, '}', err));

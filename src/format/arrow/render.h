@@ -11,7 +11,7 @@
  *
  * tm_out is a streaming writer: header once, then rows of cells, then end.
  * Rows come from batches (tm_out_batch) or from any row source that can give
- * each cell as text plus a kind (the SQL layer feeds SQLite rows).
+ * each cell as text plus a kind (the SQL layer feeds DuckDB results).
  */
 #ifndef TM_FORMAT_ARROW_RENDER_H
 #define TM_FORMAT_ARROW_RENDER_H
@@ -43,8 +43,12 @@ typedef enum tm_cell_kind {
   TM_CELL_NULL = 0,
   TM_CELL_NUMBER, /* emitted bare in JSON */
   TM_CELL_BOOL,   /* emitted bare in JSON ("true"/"false") */
-  TM_CELL_TEXT    /* quoted in JSON */
+  TM_CELL_TEXT,   /* quoted in JSON */
+  TM_CELL_JSON    /* a JSON value (nested data): bare in JSON, its text in CSV and tables */
 } tm_cell_kind;
+
+/** Appends s as a JSON string literal (quoted, escaped; invalid UTF-8 as U+FFFD). */
+int tm_json_string(tm_buf *b, const char *s, size_t len, tm_error *err) TM_WARN_UNUSED;
 
 /*
  * The writer sends bytes to a sink. A table is buffered until the end (to

@@ -394,9 +394,9 @@ static int parse_column_list(ctx *c, yaml_node_t *n, char ***cols, size_t *n_col
 /* ---- sections ------------------------------------------------------------ */
 
 static const char *const k_top_keys[] = {"version", "kind", "name", "datasets", "snapshots",
-                                         NULL};
+                                         "runtime", NULL};
 static const char *const k_top_ignored[] = {
-    "metadata", "secrets", "runtime", "models", "embeddings", "views", "catalogs", "tools",
+    "metadata", "secrets", "models", "embeddings", "views", "catalogs", "tools",
     "workers", "dependencies", "extensions", "evals", "params", "management", NULL};
 
 static const char *const k_dataset_keys[] = {
@@ -421,7 +421,7 @@ static const char *const k_accel_ignored[] = {
 static const char *const k_snap_keys[] = {"enabled", "location", "bootstrap_on_failure_behavior",
                                           "params", NULL};
 
-static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", NULL};
+static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
 static const char *const k_modes[] = {"memory", "file", NULL};
 static const char *const k_refresh_modes[] = {"full", "append", NULL};
 static const char *const k_conflicts[] = {"drop", "upsert", NULL};
@@ -557,7 +557,7 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   if (a->engine == TM_ENGINE_ARROW && a->mode == TM_ENGINE_FILE) {
     size_t old = path_push_key(c, "mode");
     int rc = fail(c, lookup(c, n, "mode"),
-                  "engine arrow supports mode memory only (use cayenne or sqlite for file)");
+                  "engine arrow supports mode memory only (use cayenne, duckdb or sqlite for file)");
     path_pop(c, old);
     return rc;
   }
@@ -614,15 +614,26 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   return TM_OK;
 }
 
-/* Where the acceleration's files live: params.file_path (or sqlite_file), else
- * <config dir>/.tidemark/data/<name>. */
+/*
+ * Where the acceleration's files live: params.file_path (or the engine's own
+ * param: cayenne_file_path, duckdb_file, sqlite_file), else
+ * <config dir>/.tidemark/data/<name> (a folder for cayenne, the database file
+ * for sqlite, <name>.duckdb for duckdb).
+ */
 static int resolve_data_path(ctx *c, tm_dataset_def *d) {
-  const char *p = tm_kv_get(&d->acceleration.params, "file_path");
-  if (!p) p = tm_kv_get(&d->acceleration.params, "sqlite_file");
-  if (!p) p = tm_kv_get(&d->acceleration.params, "cayenne_file_path");
+  const tm_kv *ps = &d->acceleration.params;
+  const char *p = tm_kv_get(ps, "file_path");
+  switch (d->acceleration.engine) {
+    case TM_ENGINE_SQLITE: if (!p) p = tm_kv_get(ps, "sqlite_file"); break;
+    case TM_ENGINE_CAYENNE: if (!p) p = tm_kv_get(ps, "cayenne_file_path"); break;
+    case TM_ENGINE_DUCKDB: if (!p) p = tm_kv_get(ps, "duckdb_file"); break;
+    default: break;
+  }
   char *path;
   if (p && p[0] == '/') path = tm_strdup(p);
   else if (p) path = tm_path_join(c->dir, p);
+  else if (d->acceleration.engine == TM_ENGINE_DUCKDB)
+    path = tm_asprintf("%s/.tidemark/data/%s.duckdb", c->dir, d->name);
   else path = tm_asprintf("%s/.tidemark/data/%s", c->dir, d->name);
   if (!path) return tm_error_nomem(c->err);
   d->data_path = path;
@@ -756,6 +767,81 @@ static int load_snapshots(ctx *c, yaml_node_t *n) {
   return TM_OK;
 }
 
+/*
+ * runtime: tidemark reads runtime.query.{memory_limit, temp_directory,
+ * threads} (and Spice's older runtime.memory_limit / runtime.temp_directory);
+ * Spice's many other runtime settings are accepted with a warning.
+ */
+static int load_query(ctx *c, yaml_node_t *n) {
+  tm_config *cfg = c->cfg;
+  if (n->type != YAML_MAPPING_NODE) return fail(c, n, "wrong type: expected a mapping, got %s", kind_name(n));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key;
+    TM_TRY(scalar(c, node_at(c, p->key), "a key", &key));
+    yaml_node_t *v = node_at(c, p->value);
+    size_t old = path_push_key(c, key);
+    int rc = TM_OK;
+    if (strcmp(key, "memory_limit") == 0) {
+      const char *txt = NULL;
+      rc = scalar(c, v, "a size", &txt);
+      if (rc == TM_OK && (tm_size_parse(txt, &cfg->query_memory_limit) != TM_OK || cfg->query_memory_limit < (1 << 20)))
+        rc = fail(c, v, "bad size '%s' (e.g. 4GiB, 512MiB, 1GB; at least 1MiB)", txt);
+    } else if (strcmp(key, "temp_directory") == 0) {
+      char *dir = NULL;
+      rc = get_string(c, v, &dir);
+      if (rc == TM_OK) {
+        tm_free(cfg->query_temp_dir);
+        cfg->query_temp_dir = dir[0] == '/' ? tm_strdup(dir) : tm_path_join(c->dir, dir);
+        if (!cfg->query_temp_dir) rc = tm_error_nomem(c->err);
+      }
+      tm_free(dir);
+    } else if (strcmp(key, "threads") == 0) {
+      int64_t t = 0;
+      rc = get_int(c, v, 1, &t);
+      if (rc == TM_OK && t > 1024) rc = fail(c, v, "bad value %lld (allowed: 1 to 1024)", (long long)t);
+      cfg->query_threads = (int)t;
+    } else {
+      rc = warn(c, node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
+    }
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+static int load_runtime(ctx *c, yaml_node_t *n) {
+  if (n->type != YAML_MAPPING_NODE) return fail(c, n, "wrong type: expected a mapping, got %s", kind_name(n));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key;
+    TM_TRY(scalar(c, node_at(c, p->key), "a key", &key));
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++)
+      if (node_at(c, q->key)->type == YAML_SCALAR_NODE &&
+          strcmp((const char *)node_at(c, q->key)->data.scalar.value, key) == 0)
+        return fail(c, node_at(c, p->key), "duplicate key '%s'", key);
+    yaml_node_t *v = node_at(c, p->value);
+    int rc = TM_OK;
+    if (strcmp(key, "query") == 0) {
+      size_t old = path_push_key(c, "query");
+      rc = load_query(c, v);
+      path_pop(c, old);
+    } else if (strcmp(key, "memory_limit") == 0 || strcmp(key, "temp_directory") == 0) {
+      /* Spice's older spelling of runtime.query.*: read as a one-key query section. */
+      yaml_node_pair_t *saved_s = n->data.mapping.pairs.start, *saved_t = n->data.mapping.pairs.top;
+      n->data.mapping.pairs.start = p;
+      n->data.mapping.pairs.top = p + 1;
+      rc = load_query(c, n);
+      n->data.mapping.pairs.start = saved_s;
+      n->data.mapping.pairs.top = saved_t;
+    } else {
+      size_t old = path_push_key(c, key);
+      rc = warn(c, node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
+      path_pop(c, old);
+    }
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
 static int load_root(ctx *c, yaml_node_t *root) {
   static const section sec = {k_top_keys, k_top_ignored};
   tm_config *cfg = c->cfg;
@@ -786,6 +872,12 @@ static int load_root(ctx *c, yaml_node_t *root) {
   if ((n = lookup(c, root, "snapshots"))) {
     size_t old = path_push_key(c, "snapshots");
     int rc = load_snapshots(c, n);
+    path_pop(c, old);
+    TM_TRY(rc);
+  }
+  if ((n = lookup(c, root, "runtime")) && !is_null_scalar(n)) {
+    size_t old = path_push_key(c, "runtime");
+    int rc = load_runtime(c, n);
     path_pop(c, old);
     TM_TRY(rc);
   }
@@ -908,6 +1000,7 @@ void tm_config_dispose(tm_config *cfg) {
   tm_free(cfg->path);
   tm_free(cfg->dir);
   tm_free(cfg->data_dir);
+  tm_free(cfg->query_temp_dir);
   tm_free(cfg->version);
   tm_free(cfg->kind);
   tm_free(cfg->name);

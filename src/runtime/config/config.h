@@ -41,6 +41,10 @@ typedef struct tm_config {
   tm_dataset_def *datasets;  /* owned array */
   size_t n_datasets;
   tm_snapshots_def snapshots;
+  /* runtime.query: the DuckDB instance's limits (0 / NULL: defaults, db.h) */
+  int64_t query_memory_limit;  /* bytes */
+  char *query_temp_dir;      /* owned: absolute spill folder, or NULL: <dir>/.tidemark/tmp */
+  int query_threads;
   char **warnings;           /* owned: ignored Spice keys, one line each */
   size_t n_warnings;
 } tm_config;

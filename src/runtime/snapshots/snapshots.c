@@ -285,7 +285,7 @@ int tm_rt__snapshot_bootstrap(tm_runtime *rt, tm_rt_dataset *ds, bool fallback, 
   tm_engine_options eo;
   tm_kv oc;
   tm_kv_init(&oc);
-  tm_accel_engine_options(d, &eo, &oc);
+  tm_accel_engine_options(d, rt->db, &eo, &oc);
   /* Only a missing acceleration is restored; an existing one (even damaged) is not touched. */
   tm_engine *e = NULL;
   tm_error e2;

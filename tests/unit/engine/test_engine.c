@@ -1,13 +1,17 @@
 /*
  * Unit tests for the engine interface, run against every engine and mode:
- * the conflict rules (SPEC A8), type round trips with NULLs, the state map
- * committed with the rows (D1, B8), full refresh swaps (A11), retention
- * deletes (C3), snapshots that never change (C5), bounds (A2) and reopening.
+ * the conflict rules (SPEC A8), type round trips with NULLs, NaN, infinities,
+ * 1 MB strings and decimal(38), the state map committed with the rows (D1,
+ * B8), full refresh swaps (A11), retention deletes (C3), reads of one
+ * committed state (C5), bounds (A2), reopening and replacing for a new
+ * schema (B9), and the format of earlier tidemark versions.
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "engine/db.h"
 #include "engine/engine.h"
+#include "io/io.h"
 #include "tm_test.h"
 #include "util/alloc.h"
 
@@ -17,10 +21,9 @@ typedef struct engine_case {
 } engine_case;
 
 static const engine_case k_cases[] = {
-    {TM_ENGINE_SQLITE, TM_ENGINE_FILE},
-    {TM_ENGINE_SQLITE, TM_ENGINE_MEMORY},
-    {TM_ENGINE_ARROW, TM_ENGINE_MEMORY},
-    {TM_ENGINE_CAYENNE, TM_ENGINE_FILE},
+    {TM_ENGINE_SQLITE, TM_ENGINE_FILE},   {TM_ENGINE_SQLITE, TM_ENGINE_MEMORY},
+    {TM_ENGINE_ARROW, TM_ENGINE_MEMORY},  {TM_ENGINE_CAYENNE, TM_ENGINE_FILE},
+    {TM_ENGINE_DUCKDB, TM_ENGINE_FILE},   {TM_ENGINE_DUCKDB, TM_ENGINE_MEMORY},
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
@@ -74,6 +77,7 @@ static void fill_options(tm_engine_options *o, const engine_case *c, const open_
                          tm_kv *oc, const char **pk) {
   tm_error err;
   tm_engine_options_init(o);
+  o->db = tm_test_db();
   o->dataset = "events";
   o->mode = c->mode;
   o->time_column = "ts";
@@ -81,7 +85,7 @@ static void fill_options(tm_engine_options *o, const engine_case *c, const open_
     const char *sub = p->sub ? p->sub : "acc";
     char name[128];
     snprintf(name, sizeof name, "%s-%s%s", sub, tm_engine_kind_name(c->kind),
-             c->kind == TM_ENGINE_SQLITE ? ".db" : "");
+             c->kind == TM_ENGINE_SQLITE ? ".db" : c->kind == TM_ENGINE_DUCKDB ? ".duckdb" : "");
     o->path = tm_test_path(name);
   }
   tm_kv_init(oc);
@@ -94,8 +98,6 @@ static void fill_options(tm_engine_options *o, const engine_case *c, const open_
       o->on_conflict = oc;
     }
   }
-  o->segment_rows = 4; /* several segments even for small tests (columnar engines) */
-  o->compact_min_segments = -1;
 }
 
 static tm_engine *open_engine(const engine_case *c, const open_params *p) {
@@ -129,11 +131,9 @@ static int cmp_lines(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* All live rows, sorted by (id, ts, v), as "id@ts=v" lines. */
-static char *dump_snapshot(tm_engine_snapshot *s) {
+/* The rows a scan reads, sorted by (id, ts, v), as "id@ts=v" lines. */
+static char *dump_scan(tm_engine_scan *sc) {
   tm_error err;
-  tm_engine_scan *sc;
-  TM_ASSERT_OK(tm_engine_snapshot_scan(s, NULL, 0, NULL, &sc, &err), &err);
   size_t n = 0, cap = 16;
   char **lines = tm_calloc(cap, sizeof *lines);
   tm_batch b;
@@ -172,11 +172,9 @@ static char *dump_snapshot(tm_engine_snapshot *s) {
 
 static char *dump(tm_engine *e) {
   tm_error err;
-  tm_engine_snapshot *s;
-  TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
-  char *text = dump_snapshot(s);
-  tm_engine_snapshot_release(s);
-  return text;
+  tm_engine_scan *sc;
+  TM_ASSERT_OK(tm_engine_scan_open(e, NULL, 0, NULL, &sc, &err), &err);
+  return dump_scan(sc);
 }
 
 #define ASSERT_DUMP(e, want)                          \
@@ -359,12 +357,21 @@ static void append_all_types_row(tm_batch_builder *bb, int r) {
       case TM_TYPE_UINT16: TM_ASSERT_OK(tm_colbuilder_append_uint(cb, r == 2 ? 65535 : (uint64_t)k * 300, &err), &err); break;
       case TM_TYPE_UINT32: TM_ASSERT_OK(tm_colbuilder_append_uint(cb, r == 3 ? UINT32_MAX : (uint64_t)k * 70000, &err), &err); break;
       case TM_TYPE_UINT64: TM_ASSERT_OK(tm_colbuilder_append_uint(cb, r == 4 ? UINT64_MAX : (uint64_t)k << 40, &err), &err); break;
-      case TM_TYPE_FLOAT32: TM_ASSERT_OK(tm_colbuilder_append_double(cb, sign * (double)k / 3.0, &err), &err); break;
-      case TM_TYPE_FLOAT64: TM_ASSERT_OK(tm_colbuilder_append_double(cb, r == 2 ? INFINITY : sign * (double)k / 7.0, &err), &err); break;
+      case TM_TYPE_FLOAT32: TM_ASSERT_OK(tm_colbuilder_append_double(cb, r == 1 ? NAN : sign * (double)k / 3.0, &err), &err); break;
+      case TM_TYPE_FLOAT64: {
+        double f = r == 2 ? INFINITY : r == 3 ? NAN : r == 4 ? -INFINITY : sign * (double)k / 7.0;
+        TM_ASSERT_OK(tm_colbuilder_append_double(cb, f, &err), &err);
+        break;
+      }
       case TM_TYPE_DECIMAL128: {
         uint8_t d[16];
         if (cb->type.precision > 15) {
           __int128 x = (__int128)(sign * k) * 1000000000000000000LL * 1000;
+          if (r == 6) { /* the largest decimal(38): 38 nines */
+            x = 0;
+            for (int nine = 0; nine < 38; nine++) x = x * 10 + 9;
+            x = -x;
+          }
           memcpy(d, &x, 16);
         } else {
           dec_of(r == 3 ? 9999999999LL : sign * (k * 1234 + 1), d);
@@ -373,6 +380,15 @@ static void append_all_types_row(tm_batch_builder *bb, int r) {
         break;
       }
       case TM_TYPE_UTF8: {
+        if (r == 7) { /* a 1 MB value */
+          size_t big_n = (size_t)1 << 20;
+          char *big = tm_malloc(big_n);
+          TM_ASSERT(big);
+          for (size_t j = 0; j < big_n; j++) big[j] = (char)('a' + j % 26);
+          TM_ASSERT_OK(tm_colbuilder_append_bytes(cb, big, big_n, &err), &err);
+          tm_free(big);
+          break;
+        }
         char s[64];
         int len = r == 4 ? 0 : snprintf(s, sizeof s, "text \"%d\", ünï", r);
         TM_ASSERT_OK(tm_colbuilder_append_bytes(cb, s, (size_t)len, &err), &err);
@@ -406,6 +422,12 @@ static void append_all_types_row(tm_batch_builder *bb, int r) {
   }
 }
 
+/* NaN equals NaN here: a round trip must keep it, not turn it into NULL. */
+static bool same_value(const tm_value *a, const tm_value *b) {
+  if ((a->type == TM_TYPE_FLOAT32 || a->type == TM_TYPE_FLOAT64) && isnan(a->v.f)) return isnan(b->v.f);
+  return tm_value_cmp(a, b) == 0;
+}
+
 static void assert_same_cells(const engine_case *c, const tm_batch *want, const tm_batch *got) {
   TM_ASSERT_INT_EQ(got->n_rows, want->n_rows);
   TM_ASSERT_INT_EQ(got->schema.n_cols, want->schema.n_cols);
@@ -419,7 +441,7 @@ static void assert_same_cells(const engine_case *c, const tm_batch *want, const 
                     case_name(c), want->schema.cols[col].name, (long long)r, va.is_null,
                     vb.is_null);
       if (!va.is_null)
-        TM_ASSERT_MSG(tm_value_cmp(&va, &vb) == 0, "%s: column %s row %lld differs",
+        TM_ASSERT_MSG(same_value(&va, &vb), "%s: column %s row %lld differs",
                       case_name(c), want->schema.cols[col].name, (long long)r);
     }
   }
@@ -433,12 +455,12 @@ TM_TEST(engine_every_type_round_trips_with_nulls) {
     all_types_schema(&s);
     tm_engine_options o;
     tm_engine_options_init(&o);
+    o.db = tm_test_db();
     o.dataset = "types";
     o.mode = c->mode;
-    o.segment_rows = 3;
     char name[64];
     snprintf(name, sizeof name, "types-%s%s", tm_engine_kind_name(c->kind),
-             c->kind == TM_ENGINE_SQLITE ? ".db" : "");
+             c->kind == TM_ENGINE_SQLITE ? ".db" : c->kind == TM_ENGINE_DUCKDB ? ".duckdb" : "");
     if (c->mode == TM_ENGINE_FILE) o.path = tm_test_path(name);
     tm_batch_builder bb;
     TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
@@ -457,10 +479,8 @@ TM_TEST(engine_every_type_round_trips_with_nulls) {
         TM_ASSERT_OK(tm_engine_txn_write(t, &want, &err), &err);
         TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
       }
-      tm_engine_snapshot *snap;
-      TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &snap, &err), &err);
       tm_engine_scan *sc;
-      TM_ASSERT_OK(tm_engine_snapshot_scan(snap, NULL, 0, NULL, &sc, &err), &err);
+      TM_ASSERT_OK(tm_engine_scan_open(e, NULL, 0, NULL, &sc, &err), &err);
       /* Collect every batch into one (rows come back in insertion order). */
       tm_batch_builder all;
       TM_ASSERT_OK(tm_batch_builder_init(&all, &s, &err), &err);
@@ -473,13 +493,12 @@ TM_TEST(engine_every_type_round_trips_with_nulls) {
         }
         tm_batch_release(&got);
       }
-      TM_ASSERT_RC(rc, TM_ITEROVER);
+      TM_ASSERT_MSG(rc == TM_ITEROVER, "%s: scan: %s", case_name(c), err.message);
       TM_ASSERT_OK(tm_batch_builder_finish(&all, &got, &err), &err);
       tm_batch_builder_dispose(&all);
       assert_same_cells(c, &want, &got);
       tm_batch_release(&got);
       tm_engine_scan_free(sc);
-      tm_engine_snapshot_release(snap);
       tm_engine_release(e);
     }
     tm_batch_release(&want);
@@ -549,8 +568,11 @@ TM_TEST(engine_a11_replace_all_swaps_atomically) {
     tm_engine *e = open_engine(c, &p);
     row old_rows[] = {{1, 10, "a"}, {2, 20, "b"}, {3, 30, "c"}, {4, 40, "d"}, {5, 50, "e"}};
     commit_rows(e, old_rows, 5, NULL);
-    tm_engine_snapshot *before;
-    TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &before, &err), &err);
+    /* A scan that starts before the commit reads one state: the old rows. */
+    tm_engine_scan *before;
+    TM_ASSERT_OK(tm_engine_scan_open(e, NULL, 0, NULL, &before, &err), &err);
+    tm_batch first;
+    TM_ASSERT_OK(tm_engine_scan_next(before, &first, &err), &err);
     tm_engine_txn *t;
     TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_REPLACE_ALL, &t, &err), &err);
     row new_rows[] = {{7, 70, "x"}, {8, 80, "y"}};
@@ -563,14 +585,12 @@ TM_TEST(engine_a11_replace_all_swaps_atomically) {
     TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, &info, &err), &err);
     TM_ASSERT_INT_EQ(info.rows_after, 2);
     ASSERT_DUMP(e, "7@70=x;8@80=y");
-    /* The snapshot taken before still sees the old rows. */
-    char *old_text = dump_snapshot(before);
-    TM_ASSERT_STR_EQ(old_text, "1@10=a;2@20=b;3@30=c;4@40=d;5@50=e");
-    tm_free(old_text);
-    int64_t n;
-    TM_ASSERT_OK(tm_engine_snapshot_row_count(before, &n, &err), &err);
-    TM_ASSERT_INT_EQ(n, 5);
-    tm_engine_snapshot_release(before);
+    TM_ASSERT_INT_EQ(first.n_rows, 5);
+    tm_colview ids = tm_batch_col(&first, 0);
+    TM_ASSERT_INT_EQ(tm_colview_int(&ids, 0), 1);
+    tm_batch_release(&first);
+    TM_ASSERT_RC(tm_engine_scan_next(before, &first, &err), TM_ITEROVER);
+    tm_engine_scan_free(before);
     /* An aborted replace keeps everything. */
     TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_REPLACE_ALL, &t, &err), &err);
     tm_engine_txn_abort(t);
@@ -649,11 +669,9 @@ TM_TEST(engine_a2_bounds_and_filtered_scans) {
     tm_value lo = {TM_TYPE_TIMESTAMP, false, {.i = 200}};
     TM_ASSERT_OK(tm_predicate_add(&pred, "ts", tm_type_timestamp(TM_UNIT_MICRO, true), TM_PRED_GE, &lo, &err), &err);
     TM_ASSERT_OK(tm_predicate_add_null(&pred, "v", tm_type_of(TM_TYPE_UTF8), false, &err), &err);
-    tm_engine_snapshot *s;
-    TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
     tm_engine_scan *sc;
     size_t proj[] = {2, 0};
-    TM_ASSERT_OK(tm_engine_snapshot_scan(s, proj, 2, &pred, &sc, &err), &err);
+    TM_ASSERT_OK(tm_engine_scan_open(e, proj, 2, &pred, &sc, &err), &err);
     int64_t sum_id = 0, rows_out = 0;
     tm_batch b;
     while (tm_engine_scan_next(sc, &b, &err) == TM_OK) {
@@ -667,46 +685,95 @@ TM_TEST(engine_a2_bounds_and_filtered_scans) {
     TM_ASSERT_INT_EQ(rows_out, 3); /* ids 1, 4, 5 */
     TM_ASSERT_INT_EQ(sum_id, 10);
     tm_engine_scan_free(sc);
-    tm_engine_snapshot_release(s);
     tm_predicate_dispose(&pred);
     tm_engine_release(e);
   }
 }
 
-TM_TEST(engine_reopen_checks_schema_and_key) {
+/*
+ * B9: opening with another primary key or another schema prepares a
+ * replacement. The stored rows (and the engine that serves them) stay as
+ * they are until the replacement's first commit, which swaps its rows and an
+ * empty state map in; before it, the replacement reads as empty.
+ */
+TM_TEST(engine_b9_reopen_with_other_options_replaces_at_commit) {
   tm_error err;
   for (size_t i = 0; i < N_CASES; i++) {
     const engine_case *c = &k_cases[i];
     if (c->mode != TM_ENGINE_FILE) continue;
     open_params p = {true, "upsert", "reopen"};
-    tm_engine *e = open_engine(c, &p);
-    row rows[] = {{1, 10, "a"}};
-    commit_rows(e, rows, 1, NULL);
-    tm_engine_release(e);
+    tm_engine *old = open_engine(c, &p);
+    row rows[] = {{1, 10, "a"}, {2, 20, "b"}};
+    tm_kv st;
+    tm_kv_init(&st);
+    TM_ASSERT_OK(tm_kv_set(&st, "tidemark.iceberg.snapshot_id", "77", &err), &err);
+    tm_batch b;
+    make_rows(&b, rows, 2);
+    tm_engine_txn *t;
+    TM_ASSERT_OK(tm_engine_begin(old, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, &st, NULL, &err), &err);
+    tm_batch_release(&b);
 
+    /* Another schema (no v column), unkeyed: a replacement. */
+    tm_schema other;
+    tm_schema_init(&other);
+    TM_ASSERT_OK(tm_schema_add(&other, "id", tm_type_of(TM_TYPE_INT64), false, 1, &err), &err);
+    TM_ASSERT_OK(tm_schema_add(&other, "ts", tm_type_timestamp(TM_UNIT_MICRO, true), true, 2, &err), &err);
     tm_engine_options o;
     tm_kv oc;
     const char *pk[1];
-    /* Another primary key: a conflict the refresh layer resolves by recreating. */
     open_params unkeyed = {false, NULL, "reopen"};
     fill_options(&o, c, &unkeyed, &oc, pk);
-    tm_schema s;
-    ev_schema(&s);
-    TM_ASSERT_RC(tm_engine_open(&e, c->kind, &s, &o, &err), TM_ECONFLICT);
-    /* Another schema. */
-    tm_schema other;
-    tm_schema_init(&other);
-    TM_ASSERT_OK(tm_schema_add(&other, "id", tm_type_of(TM_TYPE_INT32), false, 1, &err), &err);
-    fill_options(&o, c, &p, &oc, pk);
-    o.time_column = NULL;
-    o.on_conflict = NULL;
-    TM_ASSERT_RC(tm_engine_open(&e, c->kind, &other, &o, &err), TM_ECONFLICT);
-    TM_ASSERT_CONTAINS(err.message, "schema");
+    tm_engine *rep;
+    TM_ASSERT_OK(tm_engine_open(&rep, c->kind, &other, &o, &err), &err);
+    int64_t n = -1;
+    TM_ASSERT_OK(tm_engine_row_count(rep, &n, &err), &err);
+    TM_ASSERT_INT_EQ(n, 0);
+    tm_kv got;
+    tm_kv_init(&got);
+    TM_ASSERT_OK(tm_engine_read_state(rep, &got, &err), &err);
+    TM_ASSERT_INT_EQ(got.len, 0);
+    /* The old engine still serves the stored rows and state. */
+    ASSERT_DUMP(old, "1@10=a;2@20=b");
+    TM_ASSERT_OK(tm_engine_read_state(old, &got, &err), &err);
+    TM_ASSERT_STR_EQ(tm_kv_get(&got, "tidemark.iceberg.snapshot_id"), "77");
+    tm_kv_dispose(&got);
+
+    /* An aborted replacement changes nothing. */
+    TM_ASSERT_OK(tm_engine_begin(rep, TM_TXN_APPEND, &t, &err), &err);
+    tm_engine_txn_abort(t);
+    ASSERT_DUMP(old, "1@10=a;2@20=b");
+
+    /* The first commit swaps the new rows in, with an empty state map (B9). */
+    tm_batch_builder bb;
+    TM_ASSERT_OK(tm_batch_builder_init(&bb, &other, &err), &err);
+    TM_ASSERT_OK(tm_colbuilder_append_int(&bb.cols[0], 9, &err), &err);
+    TM_ASSERT_OK(tm_colbuilder_append_int(&bb.cols[1], 90, &err), &err);
+    TM_ASSERT_OK(tm_batch_builder_finish(&bb, &b, &err), &err);
+    tm_batch_builder_dispose(&bb);
+    TM_ASSERT_OK(tm_engine_begin(rep, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+    tm_batch_release(&b);
+    TM_ASSERT_OK(tm_engine_row_count(rep, &n, &err), &err);
+    TM_ASSERT_INT_EQ(n, 1);
+    TM_ASSERT_OK(tm_engine_read_state(rep, &got, &err), &err);
+    TM_ASSERT_INT_EQ(got.len, 0);
+    tm_engine_release(old);
+    tm_engine_release(rep);
+
+    /* Reopened without a schema: the replacement's schema is the stored one. */
+    TM_ASSERT_OK(tm_engine_open(&rep, c->kind, NULL, &o, &err), &err);
+    TM_ASSERT(tm_schema_equal(tm_engine_schema(rep), &other));
+    TM_ASSERT_OK(tm_engine_row_count(rep, &n, &err), &err);
+    TM_ASSERT_INT_EQ(n, 1);
+    tm_engine_release(rep);
     /* Dropping removes it; opening without a schema then finds nothing. */
     TM_ASSERT_OK(tm_engine_drop(c->kind, &o, &err), &err);
-    TM_ASSERT_RC(tm_engine_open(&e, c->kind, NULL, &o, &err), TM_ENOTFOUND);
+    TM_ASSERT_RC(tm_engine_open(&rep, c->kind, NULL, &o, &err), TM_ENOTFOUND);
     tm_kv_dispose(&oc);
-    tm_schema_dispose(&s);
+    tm_kv_dispose(&st);
     tm_schema_dispose(&other);
   }
 }
@@ -760,8 +827,8 @@ TM_TEST(engine_rejects_bad_options_and_batches) {
 }
 
 /*
- * D1 with memory exhausted (issue 10): a snapshot released, or a transaction
- * aborted, while every allocation fails cannot run its COMMIT or ROLLBACK.
+ * D1 with memory exhausted (issue 10): a transaction aborted while every
+ * allocation fails may not be able to run its ROLLBACK.
  * The connection must not stay inside that transaction: once memory is back,
  * the next snapshot and the next transaction work and see the committed rows.
  */
@@ -774,8 +841,6 @@ TM_TEST(engine_d1_transactions_end_when_memory_runs_out) {
     row rows[] = {{1, 10, "a"}, {2, 20, "b"}};
     commit_rows(e, rows, 1, NULL);
     for (int round = 0; round < 3; round++) {
-      tm_engine_snapshot *s = NULL;
-      TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
       tm_engine_txn *t = NULL;
       tm_batch b;
       make_rows(&b, rows + 1, 1);
@@ -783,7 +848,6 @@ TM_TEST(engine_d1_transactions_end_when_memory_runs_out) {
       TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
       tm_batch_release(&b);
       tm_alloc_fail_at(1, true);
-      tm_engine_snapshot_release(s);
       tm_engine_txn_abort(t);
       tm_alloc_fail_at(0, false);
       ASSERT_DUMP(e, "1@10=a");
@@ -792,4 +856,51 @@ TM_TEST(engine_d1_transactions_end_when_memory_runs_out) {
     ASSERT_DUMP(e, "1@10=a;2@20=b");
     tm_engine_release(e);
   }
+}
+
+/* An acceleration in the segment format of earlier tidemark versions is removed and rebuilt. */
+TM_TEST(engine_cayenne_old_segment_format_is_rebuilt) {
+  tm_error err;
+  const char *dir = tm_test_path("old-cayenne");
+  TM_ASSERT_OK(tm_mkdir_p(dir, &err), &err);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/MANIFEST", dir);
+  tm_test_write_file(path, "tidemark-cayenne 1\n");
+  snprintf(path, sizeof path, "%s/seg-0000000000000001.tmc", dir);
+  tm_test_write_file(path, "segment bytes");
+  tm_engine_options o;
+  tm_engine_options_init(&o);
+  o.db = tm_test_db();
+  o.dataset = "events";
+  o.mode = TM_ENGINE_FILE;
+  o.path = dir;
+  tm_engine *e = NULL;
+  TM_ASSERT_RC(tm_engine_open(&e, TM_ENGINE_CAYENNE, NULL, &o, &err), TM_ENOTFOUND);
+  TM_ASSERT(!tm_path_exists(path));
+  snprintf(path, sizeof path, "%s/MANIFEST", dir);
+  TM_ASSERT(!tm_path_exists(path));
+  tm_schema s;
+  ev_schema(&s);
+  TM_ASSERT_OK(tm_engine_open(&e, TM_ENGINE_CAYENNE, &s, &o, &err), &err);
+  int64_t n = -1;
+  TM_ASSERT_OK(tm_engine_row_count(e, &n, &err), &err);
+  TM_ASSERT_INT_EQ(n, 0);
+  tm_engine_release(e);
+  tm_schema_dispose(&s);
+}
+
+/* A DuckDB database that is not an acceleration is not taken for one. */
+TM_TEST(engine_foreign_file_is_refused) {
+  tm_error err;
+  const char *file = tm_test_path("foreign.duckdb");
+  tm_test_write_file(file, "this is not a database at all, just some bytes that are long enough");
+  tm_engine_options o;
+  tm_engine_options_init(&o);
+  o.db = tm_test_db();
+  o.dataset = "events";
+  o.mode = TM_ENGINE_FILE;
+  o.path = file;
+  tm_engine *e = NULL;
+  int rc = tm_engine_open(&e, TM_ENGINE_DUCKDB, NULL, &o, &err);
+  TM_ASSERT_MSG(rc == TM_ECORRUPT || rc == TM_EIO, "open returned %d: %s", rc, err.message);
 }

@@ -50,6 +50,7 @@ static void setup(fixture *f, const char *extra_dataset, const char *extra_accel
   TM_ASSERT_OK(tm_config_load_text(&f->cfg, yaml, strlen(yaml), "t.yaml", tm_test_tmpdir(), &err), &err);
   tm_accel_options o;
   tm_accel_options_init(&o);
+  o.db = tm_test_db();
   o.base_dir = f->cfg.dir;
   TM_ASSERT_OK(tm_accel_new(&f->a, &f->cfg.datasets[0], &o, &err), &err);
 }
@@ -71,10 +72,8 @@ static void totals(fixture *f, int64_t *rows, int64_t *id_sum) {
   tm_error err;
   tm_engine *e = tm_accel_engine(f->a);
   TM_ASSERT(e);
-  tm_engine_snapshot *s;
-  TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
   tm_engine_scan *sc;
-  TM_ASSERT_OK(tm_engine_snapshot_scan(s, NULL, 0, NULL, &sc, &err), &err);
+  TM_ASSERT_OK(tm_engine_scan_open(e, NULL, 0, NULL, &sc, &err), &err);
   *rows = 0;
   *id_sum = 0;
   tm_batch b;
@@ -88,7 +87,6 @@ static void totals(fixture *f, int64_t *rows, int64_t *id_sum) {
   }
   TM_ASSERT_RC(rc, TM_ITEROVER);
   tm_engine_scan_free(sc);
-  tm_engine_snapshot_release(s);
   tm_engine_release(e);
 }
 
@@ -196,6 +194,7 @@ TM_TEST(A7_last_modified_reads_only_newer_files) {
   utime(path, &t);
   tm_accel_options o;
   tm_accel_options_init(&o);
+  o.db = tm_test_db();
   o.base_dir = f.cfg.dir;
   TM_ASSERT_OK(tm_accel_new(&f.a, &f.cfg.datasets[0], &o, &err), &err);
   tm_refresh_result r = refresh(&f);
@@ -290,6 +289,7 @@ TM_TEST(C1_file_mode_reopens_ready) {
   tm_error err;
   tm_accel_options o;
   tm_accel_options_init(&o);
+  o.db = tm_test_db();
   o.base_dir = f.cfg.dir;
   TM_ASSERT_OK(tm_accel_new(&f.a, &f.cfg.datasets[0], &o, &err), &err);
   TM_ASSERT(tm_accel_ready(f.a));
@@ -326,10 +326,8 @@ TM_TEST(C3_retention_period_and_sql) {
 static void value_of_key1(fixture *f, char *out, size_t cap) {
   tm_error err;
   tm_engine *e = tm_accel_engine(f->a);
-  tm_engine_snapshot *s;
-  TM_ASSERT_OK(tm_engine_snapshot_acquire(e, &s, &err), &err);
   tm_engine_scan *sc;
-  TM_ASSERT_OK(tm_engine_snapshot_scan(s, NULL, 0, NULL, &sc, &err), &err);
+  TM_ASSERT_OK(tm_engine_scan_open(e, NULL, 0, NULL, &sc, &err), &err);
   int id = tm_schema_find(tm_engine_schema(e), "id"), v = tm_schema_find(tm_engine_schema(e), "v");
   tm_batch b;
   int n = 0;
@@ -346,7 +344,6 @@ static void value_of_key1(fixture *f, char *out, size_t cap) {
   }
   TM_ASSERT_INT_EQ(n, 1);
   tm_engine_scan_free(sc);
-  tm_engine_snapshot_release(s);
   tm_engine_release(e);
 }
 
@@ -367,6 +364,7 @@ static void a8_case(const char *sub, const char *accel, const char *after_first,
   TM_ASSERT_OK(tm_config_load_text(&f.cfg, yaml, strlen(yaml), "t.yaml", tm_test_tmpdir(), &err), &err);
   tm_accel_options o;
   tm_accel_options_init(&o);
+  o.db = tm_test_db();
   o.base_dir = f.cfg.dir;
   TM_ASSERT_OK(tm_accel_new(&f.a, &f.cfg.datasets[0], &o, &err), &err);
   /* Several versions of key 1 in one batch: times 10, 5, 10 (equal to the first). */

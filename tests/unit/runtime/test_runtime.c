@@ -106,7 +106,7 @@ static void make_acceleration(const tm_dataset_def *d) {
   tm_engine_options eo;
   tm_kv oc;
   tm_kv_init(&oc);
-  tm_accel_engine_options(d, &eo, &oc);
+  tm_accel_engine_options(d, tm_test_db(), &eo, &oc);
   tm_engine *e = NULL;
   TM_ASSERT_OK(tm_engine_open(&e, d->acceleration.engine, &s, &eo, &err), &err);
   tm_batch_builder bb;
@@ -169,7 +169,7 @@ TM_TEST(bootstrap_restores_and_discards_iceberg_state) {
     tm_engine_options eo;
     tm_kv oc;
     tm_kv_init(&oc);
-    tm_accel_engine_options(ds->def, &eo, &oc);
+    tm_accel_engine_options(ds->def, tm_test_db(), &eo, &oc);
     tm_engine *e = NULL;
     TM_ASSERT_OK(tm_engine_open(&e, ds->def->acceleration.engine, NULL, &eo, &err), &err);
     const char *local = tm_test_path("snap.bin");
@@ -180,7 +180,7 @@ TM_TEST(bootstrap_restores_and_discards_iceberg_state) {
                                     INT64_C(1700000000000));
     TM_ASSERT_STR_EQ(key, engines[k][0] == 's'
                               ? "root/dataset=events/events_20231114T221320Z.sqlite"
-                              : "root/dataset=events/events_20231114T221320Z.cayenne.tar");
+                              : "root/dataset=events/events_20231114T221320Z.duckdb");
     TM_ASSERT_OK(tm_objstore_put_file(rt->snap_store, key, local, TM_OBJ_PUT_ATOMIC, &err), &err);
 
     /* The acceleration exists: bootstrap leaves it alone. */

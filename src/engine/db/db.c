@@ -1,0 +1,551 @@
+/*
+ * db.c - the process's DuckDB instance: opening it locked down, connections,
+ * statements with errors mapped to tm codes, and the watchdog that enforces
+ * query time limits (engine layer). See db.h and engine_int.h.
+ *
+ * Lock-down order matters (SPEC D4): the folders that accelerations and
+ * spill files live in are set as allowed_directories before external access
+ * is turned off (DuckDB refuses to change them afterwards), then the
+ * configuration is locked, so no statement can widen what SQL may reach.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine_int.h"
+#include "io/io.h"
+#include "util/alloc.h"
+#include "util/log.h"
+#include "util/time.h"
+
+typedef struct attachment {
+  char *alias;                  /* owned: catalog name */
+  char *path;                   /* owned: absolute file path; NULL for memory */
+  int refs;
+} attachment;
+
+typedef struct watch_entry {
+  uint64_t token;
+  duckdb_connection conn;
+  int64_t deadline_ns;
+  bool fired;
+} watch_entry;
+
+struct tm_db {
+  int refs;                     /* atomic */
+  duckdb_database handle;
+  duckdb_connection admin;      /* DDL (ATTACH, DETACH, views), under admin_mu */
+  pthread_mutex_t admin_mu;
+  int threads;
+  int64_t memory_limit;
+  char **dirs;                  /* owned: absolute folders, each ending in '/' */
+  size_t n_dirs;
+  attachment *att;              /* owned, under admin_mu */
+  size_t n_att, cap_att;
+  uint64_t att_seq;
+  /* watchdog */
+  pthread_mutex_t watch_mu;
+  pthread_cond_t watch_cv;
+  pthread_t watch_thread;
+  bool watch_running, watch_stop;
+  watch_entry *watches;         /* owned */
+  size_t n_watches, cap_watches;
+  uint64_t next_token;
+  tm_scan_registry *registry;   /* owned (scan.c) */
+};
+
+void tm_db_options_init(tm_db_options *o) {
+  memset(o, 0, sizeof *o);
+  o->version = TM_DB_OPTIONS_VERSION;
+}
+
+const char *tm_db_version(void) { return duckdb_library_version(); }
+
+duckdb_database tm_db__handle(tm_db *db) { return db->handle; }
+int tm_db_threads(const tm_db *db) { return db->threads; }
+int64_t tm_db_memory_limit(const tm_db *db) { return db->memory_limit; }
+tm_scan_registry **tm_db__registry(tm_db *db) { return &db->registry; }
+
+/* ---- errors ---------------------------------------------------------------- */
+
+int tm_db__code(duckdb_error_type t) {
+  switch (t) {
+    case DUCKDB_ERROR_OUT_OF_MEMORY: return TM_ENOMEM;
+    case DUCKDB_ERROR_INTERRUPT: return TM_ECANCELLED;
+    case DUCKDB_ERROR_IO: return TM_EIO;
+    case DUCKDB_ERROR_SERIALIZATION: return TM_ECORRUPT;
+    case DUCKDB_ERROR_TRANSACTION: return TM_ECONFLICT;
+    case DUCKDB_ERROR_PERMISSION:
+    case DUCKDB_ERROR_PARSER:
+    case DUCKDB_ERROR_BINDER:
+    case DUCKDB_ERROR_CATALOG:
+    case DUCKDB_ERROR_CONVERSION:
+    case DUCKDB_ERROR_OUT_OF_RANGE:
+    case DUCKDB_ERROR_CONSTRAINT:
+    case DUCKDB_ERROR_NOT_IMPLEMENTED:
+    case DUCKDB_ERROR_SYNTAX:
+    case DUCKDB_ERROR_MISMATCH_TYPE:
+    case DUCKDB_ERROR_INVALID_TYPE:
+    case DUCKDB_ERROR_DIVIDE_BY_ZERO:
+    case DUCKDB_ERROR_INVALID_INPUT:
+    case DUCKDB_ERROR_DEPENDENCY:
+    case DUCKDB_ERROR_SEQUENCE:
+    case DUCKDB_ERROR_PARAMETER_NOT_RESOLVED:
+    case DUCKDB_ERROR_PARAMETER_NOT_ALLOWED: return TM_EINVALID;
+    default: return TM_ERROR;
+  }
+}
+
+/* DuckDB's messages can span lines (a caret under the query); ours are one line. */
+static void one_line(char *s) {
+  char *w = s;
+  bool space = false;
+  for (char *p = s; *p; p++) {
+    if (*p == '\n' || *p == '\r' || *p == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && w != s) *w++ = ' ';
+    space = false;
+    *w++ = *p;
+  }
+  *w = '\0';
+  /* The LINE 1: excerpt repeats the query; keep the message before it. */
+  char *line = strstr(s, " LINE ");
+  if (line) *line = '\0';
+}
+
+int tm_db__result_error(tm_error *err, duckdb_result *r, const char *what) {
+  const char *msg = duckdb_result_error(r);
+  int code = tm_db__code(duckdb_result_error_type(r));
+  /* DuckDB reports a damaged file as an I/O or internal error that says so. */
+  if (msg && (strstr(msg, "orrupt") || strstr(msg, "not a valid DuckDB database") ||
+              strstr(msg, "checksum")))
+    code = TM_ECORRUPT;
+  char buf[TM_ERROR_MESSAGE_MAX];
+  snprintf(buf, sizeof buf, "%s", msg ? msg : "unknown DuckDB error");
+  one_line(buf);
+  if (what) return tm_error_set(err, code, "%s: %s", what, buf);
+  return tm_error_set(err, code, "%s", buf);
+}
+
+int tm_db__exec(duckdb_connection c, const char *sql, const char *what, tm_error *err) {
+  duckdb_result r;
+  if (duckdb_query(c, sql, &r) == DuckDBError) {
+    int rc = tm_db__result_error(err, &r, what);
+    duckdb_destroy_result(&r);
+    return rc;
+  }
+  duckdb_destroy_result(&r);
+  return TM_OK;
+}
+
+void tm_db__exec_quiet(duckdb_connection c, const char *sql) {
+  duckdb_result r;
+  duckdb_query(c, sql, &r);
+  duckdb_destroy_result(&r);
+}
+
+int tm_db__exec_prepared(duckdb_prepared_statement ps, const char *what, int64_t *changed,
+                         tm_error *err) {
+  duckdb_result r;
+  if (duckdb_execute_prepared(ps, &r) == DuckDBError) {
+    int rc = tm_db__result_error(err, &r, what);
+    duckdb_destroy_result(&r);
+    return rc;
+  }
+  if (changed) *changed = (int64_t)duckdb_rows_changed(&r);
+  duckdb_destroy_result(&r);
+  return TM_OK;
+}
+
+int tm_db__query_int64(duckdb_connection c, const char *sql, int64_t *out, tm_error *err) {
+  duckdb_result r;
+  if (duckdb_query(c, sql, &r) == DuckDBError) {
+    int rc = tm_db__result_error(err, &r, NULL);
+    duckdb_destroy_result(&r);
+    return rc;
+  }
+  *out = duckdb_row_count(&r) && duckdb_column_count(&r) ? duckdb_value_int64(&r, 0, 0) : 0;
+  duckdb_destroy_result(&r);
+  return TM_OK;
+}
+
+int tm_db__connect(tm_db *db, duckdb_connection *out, tm_error *err) {
+  if (duckdb_connect(db->handle, out) == DuckDBError)
+    return tm_error_set(err, TM_ERROR, "DuckDB refused a new connection");
+  return TM_OK;
+}
+
+int tm_db__admin_exec(tm_db *db, const char *sql, tm_error *err) {
+  pthread_mutex_lock(&db->admin_mu);
+  int rc = tm_db__exec(db->admin, sql, NULL, err);
+  pthread_mutex_unlock(&db->admin_mu);
+  return rc;
+}
+
+/* ---- attachments ------------------------------------------------------------- */
+
+static bool alias_taken(const tm_db *db, const char *alias) {
+  for (size_t i = 0; i < db->n_att; i++)
+    if (!strcasecmp(db->att[i].alias, alias)) return true;
+  return false;
+}
+
+int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **alias_out,
+                  tm_error *err) {
+  char *abs = NULL;
+  if (path) {
+    char *dir = tm_path_dirname(path);
+    char real[PATH_MAX];
+    bool ok = dir && realpath(dir, real);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (ok) abs = tm_asprintf("%s/%s", real, base);
+    tm_free(dir);
+    if (!ok) return tm_error_set(err, TM_EIO, "%s: the folder does not exist", path);
+    if (!abs) return tm_error_nomem(err);
+    if (!tm_db__path_allowed(db, abs)) {
+      int rc = tm_error_set(err, TM_EINVALID,
+                            "%s: not in a folder this process's DuckDB may use (SPEC D4)", abs);
+      tm_free(abs);
+      return rc;
+    }
+  }
+  int rc = TM_OK;
+  pthread_mutex_lock(&db->admin_mu);
+  for (size_t i = 0; abs && i < db->n_att; i++)
+    if (db->att[i].path && !strcmp(db->att[i].path, abs)) {
+      db->att[i].refs++;
+      *alias_out = tm_strdup(db->att[i].alias);
+      if (!*alias_out) {
+        db->att[i].refs--;
+        rc = tm_error_nomem(err);
+      }
+      pthread_mutex_unlock(&db->admin_mu);
+      tm_free(abs);
+      return rc;
+    }
+  /* "tm$events", or "tm$events$2" while another incarnation is attached. */
+  const char *hint = name_hint ? name_hint : "db";
+  char *alias = tm_asprintf("tm$%s", hint);
+  while (alias && alias_taken(db, alias)) {
+    tm_free(alias);
+    alias = tm_asprintf("tm$%s$%llu", hint, (unsigned long long)++db->att_seq);
+  }
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  if (!alias) rc = tm_error_nomem(err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, "ATTACH ", err);
+  if (rc == TM_OK) rc = abs ? tm_engine__quote_string(&sql, abs, strlen(abs), err)
+                            : tm_buf_puts(&sql, "':memory:'", err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, " AS ", err);
+  if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, alias, err);
+  if (rc == TM_OK && db->n_att == db->cap_att) {
+    size_t cap = db->cap_att ? db->cap_att * 2 : 8;
+    attachment *g = tm_reallocarray(db->att, cap, sizeof *g);
+    if (!g) rc = tm_error_nomem(err);
+    else {
+      db->att = g;
+      db->cap_att = cap;
+    }
+  }
+  if (rc == TM_OK) {
+    duckdb_result r;
+    if (duckdb_query(db->admin, tm_buf_cstr(&sql), &r) == DuckDBError) {
+      const char *msg = duckdb_result_error(&r);
+      if (msg && strstr(msg, "Could not set lock on file"))
+        rc = tm_error_set(err, TM_ECONFLICT,
+                          "%s is held by another process (one process owns an acceleration; "
+                          "ask the running server with --url): %s",
+                          abs, msg);
+      else
+        rc = tm_db__result_error(err, &r, abs ? abs : "in-memory database");
+    }
+    duckdb_destroy_result(&r);
+  }
+  if (rc == TM_OK) {
+    db->att[db->n_att++] = (attachment){alias, abs, 1};
+    *alias_out = tm_strdup(alias);
+    if (!*alias_out) rc = tm_error_nomem(err); /* stays attached; detached at close */
+    alias = NULL;
+    abs = NULL;
+  }
+  pthread_mutex_unlock(&db->admin_mu);
+  tm_buf_dispose(&sql);
+  tm_free(alias);
+  tm_free(abs);
+  return rc;
+}
+
+void tm_db__detach(tm_db *db, const char *alias) {
+  if (!alias) return;
+  pthread_mutex_lock(&db->admin_mu);
+  for (size_t i = 0; i < db->n_att; i++) {
+    attachment *a = &db->att[i];
+    if (strcmp(a->alias, alias) != 0 || --a->refs > 0) continue;
+    tm_buf sql = TM_BUF_INIT(1 << 16);
+    tm_error err;
+    if (tm_buf_puts(&sql, "DETACH ", &err) == TM_OK &&
+        tm_engine__quote_ident(&sql, a->alias, &err) == TM_OK &&
+        tm_db__exec(db->admin, tm_buf_cstr(&sql), "detach", &err) != TM_OK)
+      tm_log(TM_LOG_WARN, NULL, "%s", err.message);
+    tm_buf_dispose(&sql);
+    tm_free(a->alias);
+    tm_free(a->path);
+    db->att[i] = db->att[--db->n_att];
+    break;
+  }
+  pthread_mutex_unlock(&db->admin_mu);
+}
+
+bool tm_db__path_allowed(const tm_db *db, const char *path) {
+  for (size_t i = 0; i < db->n_dirs; i++)
+    if (tm_str_has_prefix(path, db->dirs[i])) return true;
+  return false;
+}
+
+/* ---- the watchdog ----------------------------------------------------------- */
+
+static void *watch_main(void *arg) {
+  tm_db *db = arg;
+  pthread_mutex_lock(&db->watch_mu);
+  while (!db->watch_stop) {
+    int64_t now = tm_monotonic_ns(), next = INT64_MAX;
+    for (size_t i = 0; i < db->n_watches; i++) {
+      watch_entry *w = &db->watches[i];
+      if (w->fired) continue;
+      if (w->deadline_ns <= now) {
+        /* Under watch_mu: tm_db__unwatch cannot return meanwhile, so the
+         * connection is still running the statement this deadline is for. */
+        w->fired = true;
+        duckdb_interrupt(w->conn);
+      } else if (w->deadline_ns < next) {
+        next = w->deadline_ns;
+      }
+    }
+    if (next == INT64_MAX) {
+      pthread_cond_wait(&db->watch_cv, &db->watch_mu);
+    } else {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      int64_t wait = next - now;
+      ts.tv_sec += (time_t)(wait / 1000000000);
+      ts.tv_nsec += (long)(wait % 1000000000);
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait(&db->watch_cv, &db->watch_mu, &ts);
+    }
+  }
+  pthread_mutex_unlock(&db->watch_mu);
+  return NULL;
+}
+
+uint64_t tm_db__watch(tm_db *db, duckdb_connection c, int64_t deadline_ns) {
+  pthread_mutex_lock(&db->watch_mu);
+  uint64_t token = 0;
+  if (db->n_watches == db->cap_watches) {
+    size_t cap = db->cap_watches ? db->cap_watches * 2 : 16;
+    watch_entry *p = tm_reallocarray(db->watches, cap, sizeof *p);
+    if (p) {
+      db->watches = p;
+      db->cap_watches = cap;
+    }
+  }
+  if (db->watch_running && db->n_watches < db->cap_watches) {
+    token = ++db->next_token;
+    db->watches[db->n_watches++] = (watch_entry){token, c, deadline_ns, false};
+    pthread_cond_signal(&db->watch_cv);
+  }
+  pthread_mutex_unlock(&db->watch_mu);
+  if (!token) tm_log(TM_LOG_WARN, NULL, "query time limit not armed (no memory)");
+  return token;
+}
+
+bool tm_db__unwatch(tm_db *db, uint64_t token) {
+  if (!token) return false;
+  bool fired = false;
+  pthread_mutex_lock(&db->watch_mu);
+  for (size_t i = 0; i < db->n_watches; i++)
+    if (db->watches[i].token == token) {
+      fired = db->watches[i].fired;
+      db->watches[i] = db->watches[--db->n_watches];
+      break;
+    }
+  pthread_mutex_unlock(&db->watch_mu);
+  return fired;
+}
+
+/* ---- open / close ------------------------------------------------------------- */
+
+static int64_t physical_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || size <= 0) return (int64_t)4 << 30;
+  return (int64_t)pages * size;
+}
+
+/* Creates dir and returns its absolute form with a trailing '/'. */
+static int absolute_dir(const char *dir, char **out, tm_error *err) {
+  TM_TRY(tm_mkdir_p(dir, err));
+  char real[PATH_MAX];
+  if (!realpath(dir, real)) return tm_error_set(err, TM_EIO, "%s: cannot resolve the folder", dir);
+  *out = tm_asprintf("%s%s", real, real[strlen(real) - 1] == '/' ? "" : "/");
+  return *out ? TM_OK : tm_error_nomem(err);
+}
+
+static int add_dir(tm_db *db, const char *dir, tm_error *err) {
+  char *abs = NULL;
+  TM_TRY(absolute_dir(dir, &abs, err));
+  for (size_t i = 0; i < db->n_dirs; i++)
+    if (!strcmp(db->dirs[i], abs)) {
+      tm_free(abs);
+      return TM_OK;
+    }
+  char **p = tm_reallocarray(db->dirs, db->n_dirs + 1, sizeof *p);
+  if (!p) {
+    tm_free(abs);
+    return tm_error_nomem(err);
+  }
+  db->dirs = p;
+  db->dirs[db->n_dirs++] = abs;
+  return TM_OK;
+}
+
+static int set_config(duckdb_config cfg, const char *name, const char *value, tm_error *err) {
+  if (duckdb_set_config(cfg, name, value) == DuckDBError)
+    return tm_error_set(err, TM_EINVALID, "DuckDB refused setting %s = %s", name, value);
+  return TM_OK;
+}
+
+/* The statements that lock the instance down, in order (see the file comment). */
+static int lock_down(tm_db *db, const char *temp_abs, tm_error *err) {
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = tm_buf_puts(&sql, "SET allowed_directories = [", err);
+  for (size_t i = 0; rc == TM_OK && i < db->n_dirs; i++) {
+    if (i) rc = tm_buf_puts(&sql, ", ", err);
+    if (rc == TM_OK) rc = tm_engine__quote_string(&sql, db->dirs[i], strlen(db->dirs[i]), err);
+  }
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, "]", err);
+  if (rc == TM_OK) rc = tm_db__exec(db->admin, tm_buf_cstr(&sql), "DuckDB setup", err);
+  tm_buf_clear(&sql);
+  if (rc == TM_OK && temp_abs) {
+    rc = tm_buf_puts(&sql, "SET temp_directory = ", err);
+    if (rc == TM_OK) rc = tm_engine__quote_string(&sql, temp_abs, strlen(temp_abs), err);
+    if (rc == TM_OK) rc = tm_db__exec(db->admin, tm_buf_cstr(&sql), "DuckDB setup", err);
+  }
+  static const char *const k_steps[] = {
+      "SET enable_external_access = false",
+      "SET TimeZone = 'UTC'",
+      "SET lock_configuration = true",
+  };
+  for (size_t i = 0; rc == TM_OK && i < sizeof k_steps / sizeof k_steps[0]; i++)
+    rc = tm_db__exec(db->admin, k_steps[i], "DuckDB setup", err);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+int tm_db_open(tm_db **out, const tm_db_options *o, tm_error *err) {
+  if (!o || o->version != TM_DB_OPTIONS_VERSION)
+    return tm_error_set(err, TM_EINVALID, "DuckDB options of an unknown version");
+  if (o->threads < 0 || o->memory_limit < 0)
+    return tm_error_set(err, TM_EINVALID, "DuckDB threads and memory limit must not be negative");
+  tm_db *db = tm_calloc(1, sizeof *db);
+  if (!db) return tm_error_nomem(err);
+  db->refs = 1;
+  pthread_mutex_init(&db->admin_mu, NULL);
+  pthread_mutex_init(&db->watch_mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&db->watch_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  db->threads = o->threads > 0 ? o->threads : (cores > 0 ? (int)cores : 1);
+  db->memory_limit = o->memory_limit > 0 ? o->memory_limit
+                                         : physical_memory() / TM_DB_DEFAULT_MEMORY_FRACTION;
+  int rc = TM_OK;
+  char *temp_abs = NULL;
+  for (size_t i = 0; rc == TM_OK && i < o->n_dirs; i++) rc = add_dir(db, o->dirs[i], err);
+  if (rc == TM_OK && o->temp_dir) {
+    rc = absolute_dir(o->temp_dir, &temp_abs, err);
+    if (rc == TM_OK) rc = add_dir(db, temp_abs, err);
+  }
+
+  duckdb_config cfg = NULL;
+  if (rc == TM_OK && duckdb_create_config(&cfg) == DuckDBError)
+    rc = tm_error_set(err, TM_ENOMEM, "DuckDB: cannot create a configuration");
+  char num[32];
+  snprintf(num, sizeof num, "%d", db->threads);
+  if (rc == TM_OK) rc = set_config(cfg, "threads", num, err);
+  snprintf(num, sizeof num, "%lldB", (long long)db->memory_limit);
+  if (rc == TM_OK) rc = set_config(cfg, "memory_limit", num, err);
+  if (rc == TM_OK) rc = set_config(cfg, "autoinstall_known_extensions", "false", err);
+  if (rc == TM_OK) rc = set_config(cfg, "autoload_known_extensions", "false", err);
+  if (rc == TM_OK) rc = set_config(cfg, "allow_community_extensions", "false", err);
+  if (rc == TM_OK) rc = set_config(cfg, "allow_persistent_secrets", "false", err);
+  if (rc == TM_OK && !temp_abs) rc = set_config(cfg, "temp_directory", "", err);
+  if (rc == TM_OK) {
+    char *msg = NULL;
+    if (duckdb_open_ext(":memory:", &db->handle, cfg, &msg) == DuckDBError) {
+      rc = tm_error_set(err, TM_ERROR, "DuckDB: %s", msg ? msg : "cannot open");
+      db->handle = NULL;
+    }
+    if (msg) duckdb_free(msg);
+  }
+  if (cfg) duckdb_destroy_config(&cfg);
+  if (rc == TM_OK && duckdb_connect(db->handle, &db->admin) == DuckDBError) {
+    db->admin = NULL;
+    rc = tm_error_set(err, TM_ERROR, "DuckDB: cannot connect");
+  }
+  /* Functions first: registering them is a catalog change of its own. */
+  if (rc == TM_OK) rc = tm_db__scan_register(db, db->admin, err);
+  if (rc == TM_OK) rc = lock_down(db, temp_abs, err);
+  if (rc == TM_OK) {
+    if (pthread_create(&db->watch_thread, NULL, watch_main, db) != 0)
+      rc = tm_error_set(err, TM_ERROR, "cannot start the query watchdog");
+    else db->watch_running = true;
+  }
+  tm_free(temp_abs);
+  if (rc < 0) {
+    tm_db_release(db);
+    return rc;
+  }
+  *out = db;
+  return TM_OK;
+}
+
+tm_db *tm_db_retain(tm_db *db) {
+  __atomic_add_fetch(&db->refs, 1, __ATOMIC_RELAXED);
+  return db;
+}
+
+void tm_db_release(tm_db *db) {
+  if (!db || __atomic_sub_fetch(&db->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (db->watch_running) {
+    pthread_mutex_lock(&db->watch_mu);
+    db->watch_stop = true;
+    pthread_cond_signal(&db->watch_cv);
+    pthread_mutex_unlock(&db->watch_mu);
+    pthread_join(db->watch_thread, NULL);
+  }
+  for (size_t i = 0; i < db->n_att; i++) {
+    tm_free(db->att[i].alias);
+    tm_free(db->att[i].path);
+  }
+  tm_free(db->att);
+  if (db->admin) duckdb_disconnect(&db->admin);
+  if (db->handle) duckdb_close(&db->handle);
+  tm_db__scan_dispose(db);
+  for (size_t i = 0; i < db->n_dirs; i++) tm_free(db->dirs[i]);
+  tm_free(db->dirs);
+  tm_free(db->watches);
+  pthread_mutex_destroy(&db->admin_mu);
+  pthread_mutex_destroy(&db->watch_mu);
+  pthread_cond_destroy(&db->watch_cv);
+  tm_free(db);
+}

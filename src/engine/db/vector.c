@@ -1,0 +1,282 @@
+/*
+ * vector.c - rows between tm_batch columns (Arrow layout) and DuckDB vectors
+ * of the mapped types (engine layer). See engine_int.h ("DuckDB: rows").
+ *
+ * Layouts, as DuckDB's C API documents them: a validity mask of uint64
+ * words, bit i of word i/64 set when row i is valid (the Arrow bitmap's bit
+ * order); fixed-width values in the vector's data array; VARCHAR and BLOB as
+ * duckdb_string_t (assigned, so DuckDB copies the bytes); DECIMAL in the
+ * smallest integer of its width (int16 to 4 digits, int32 to 9, int64 to 18,
+ * hugeint beyond); UUID as a hugeint of its big-endian bytes with the top bit
+ * flipped (so that signed order is byte order); TIMESTAMPTZ in microseconds.
+ *
+ * VARCHAR must be valid UTF-8 (DuckDB's contract): text that is not is
+ * refused with the column and row, never stored.
+ */
+#include <string.h>
+
+#include "engine/engine_int.h"
+#include "util/alloc.h"
+
+#define UUID_FLIP (UINT64_C(1) << 63)
+
+static int decimal_bytes(int32_t precision) {
+  return precision <= 4 ? 2 : precision <= 9 ? 4 : precision <= 18 ? 8 : 16;
+}
+
+static int64_t dec_low64(const uint8_t le[16]) {
+  int64_t v;
+  memcpy(&v, le, 8);
+  return v;
+}
+
+/* Sign-extends v into 16 little-endian bytes. */
+static void dec_from64(int64_t v, uint8_t le[16]) {
+  memcpy(le, &v, 8);
+  memset(le + 8, v < 0 ? 0xFF : 0, 8);
+}
+
+static int64_t ts_factor(const tm_type *t) {
+  /* Only zoned s/ms timestamps change unit on their way into DuckDB (TIMESTAMPTZ). */
+  if (t->id != TM_TYPE_TIMESTAMP || !t->utc || t->unit == TM_UNIT_NANO) return 1;
+  return t->unit == TM_UNIT_SECOND ? 1000000 : t->unit == TM_UNIT_MILLI ? 1000 : 1;
+}
+
+int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx_t n,
+                         tm_error *err) {
+  const tm_type *t = &c->type;
+  void *dst = duckdb_vector_get_data(v);
+  if (c->validity && c->null_count != 0) {
+    duckdb_vector_ensure_validity_writable(v);
+    uint64_t *mask = duckdb_vector_get_validity(v);
+    if ((from & 7) == 0) {
+      memcpy(mask, c->validity + from / 8, (n + 7) / 8);
+    } else {
+      for (idx_t i = 0; i < n; i++)
+        duckdb_validity_set_row_validity(mask, i, tm_bit_get(c->validity, from + (int64_t)i));
+    }
+  }
+  size_t w = tm_type_byte_width(t);
+  switch (t->id) {
+    case TM_TYPE_BOOL: {
+      bool *out = dst;
+      for (idx_t i = 0; i < n; i++) out[i] = tm_bit_get(c->values, from + (int64_t)i);
+      return TM_OK;
+    }
+    case TM_TYPE_TIMESTAMP: {
+      int64_t per = ts_factor(t);
+      const int64_t *in = (const int64_t *)c->values + from;
+      if (per == 1) {
+        memcpy(dst, in, n * sizeof *in);
+        return TM_OK;
+      }
+      int64_t *out = dst;
+      for (idx_t i = 0; i < n; i++) {
+        if (__builtin_mul_overflow(in[i], per, &out[i]) && !tm_colview_is_null(c, from + (int64_t)i))
+          return tm_error_set(err, TM_EINVALID,
+                              "timestamp %lld %s is outside DuckDB's range (years 290309 BC - 294247)",
+                              (long long)in[i], tm_unit_name(t->unit));
+      }
+      return TM_OK;
+    }
+    case TM_TYPE_DECIMAL128: {
+      const uint8_t *in = (const uint8_t *)c->values + (size_t)from * 16;
+      int nb = decimal_bytes(t->precision);
+      for (idx_t i = 0; i < n; i++) {
+        const uint8_t *d = in + i * 16;
+        switch (nb) {
+          case 2: ((int16_t *)dst)[i] = (int16_t)dec_low64(d); break;
+          case 4: ((int32_t *)dst)[i] = (int32_t)dec_low64(d); break;
+          case 8: ((int64_t *)dst)[i] = dec_low64(d); break;
+          default: {
+            duckdb_hugeint *h = &((duckdb_hugeint *)dst)[i];
+            uint64_t hi;
+            memcpy(&h->lower, d, 8);
+            memcpy(&hi, d + 8, 8);
+            h->upper = (int64_t)hi;
+          }
+        }
+      }
+      return TM_OK;
+    }
+    case TM_TYPE_UTF8:
+    case TM_TYPE_BINARY:
+    case TM_TYPE_FIXED_BINARY: {
+      bool uuid = t->id == TM_TYPE_FIXED_BINARY && t->uuid && t->width == 16;
+      for (idx_t i = 0; i < n; i++) {
+        int64_t row = from + (int64_t)i;
+        if (tm_colview_is_null(c, row)) continue;
+        tm_strview s = tm_colview_bytes(c, row);
+        if (uuid) {
+          const uint8_t *b = (const uint8_t *)s.ptr;
+          uint64_t hi = 0, lo = 0;
+          for (int k = 0; k < 8; k++) hi = (hi << 8) | b[k];
+          for (int k = 8; k < 16; k++) lo = (lo << 8) | b[k];
+          duckdb_hugeint *h = &((duckdb_hugeint *)dst)[i];
+          h->lower = lo;
+          h->upper = (int64_t)(hi ^ UUID_FLIP);
+          continue;
+        }
+        size_t bad;
+        if (t->id == TM_TYPE_UTF8 && !tm_utf8_valid(s.ptr, s.len, &bad))
+          return tm_error_set(err, TM_ECORRUPT,
+                              "a text value is not valid UTF-8 (byte %zu of %zu)", bad, s.len);
+        duckdb_vector_assign_string_element_len(v, i, s.ptr, s.len);
+      }
+      return TM_OK;
+    }
+    default:
+      if (w == 0) return tm_error_set(err, TM_EUNSUPPORTED, "a column type DuckDB cannot take");
+      memcpy(dst, (const char *)c->values + (size_t)from * w, n * w);
+      return TM_OK;
+  }
+}
+
+int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *err) {
+  const tm_type *t = &cb->type;
+  const void *src = duckdb_vector_get_data(v);
+  uint64_t *mask = duckdb_vector_get_validity(v);
+  TM_TRY(tm_colbuilder_reserve(cb, (int64_t)n, 0, err));
+  int64_t per = ts_factor(t);
+  for (idx_t i = 0; i < n; i++) {
+    if (mask && !duckdb_validity_row_is_valid(mask, i)) {
+      TM_TRY(tm_colbuilder_append_null(cb, err));
+      continue;
+    }
+    switch (t->id) {
+      case TM_TYPE_BOOL: TM_TRY(tm_colbuilder_append_bool(cb, ((const bool *)src)[i], err)); break;
+      case TM_TYPE_INT8: TM_TRY(tm_colbuilder_append_int(cb, ((const int8_t *)src)[i], err)); break;
+      case TM_TYPE_INT16: TM_TRY(tm_colbuilder_append_int(cb, ((const int16_t *)src)[i], err)); break;
+      case TM_TYPE_INT32:
+      case TM_TYPE_DATE32: TM_TRY(tm_colbuilder_append_int(cb, ((const int32_t *)src)[i], err)); break;
+      case TM_TYPE_INT64:
+      case TM_TYPE_TIME64: TM_TRY(tm_colbuilder_append_int(cb, ((const int64_t *)src)[i], err)); break;
+      case TM_TYPE_TIMESTAMP: {
+        int64_t x = ((const int64_t *)src)[i];
+        /* Exact: a zoned s/ms value went in multiplied by per. */
+        TM_TRY(tm_colbuilder_append_int(cb, per == 1 ? x : tm_floor_div(x, per), err));
+        break;
+      }
+      case TM_TYPE_UINT8: TM_TRY(tm_colbuilder_append_uint(cb, ((const uint8_t *)src)[i], err)); break;
+      case TM_TYPE_UINT16: TM_TRY(tm_colbuilder_append_uint(cb, ((const uint16_t *)src)[i], err)); break;
+      case TM_TYPE_UINT32: TM_TRY(tm_colbuilder_append_uint(cb, ((const uint32_t *)src)[i], err)); break;
+      case TM_TYPE_UINT64: TM_TRY(tm_colbuilder_append_uint(cb, ((const uint64_t *)src)[i], err)); break;
+      case TM_TYPE_FLOAT32: TM_TRY(tm_colbuilder_append_double(cb, ((const float *)src)[i], err)); break;
+      case TM_TYPE_FLOAT64: TM_TRY(tm_colbuilder_append_double(cb, ((const double *)src)[i], err)); break;
+      case TM_TYPE_DECIMAL128: {
+        uint8_t le[16];
+        switch (decimal_bytes(t->precision)) {
+          case 2: dec_from64(((const int16_t *)src)[i], le); break;
+          case 4: dec_from64(((const int32_t *)src)[i], le); break;
+          case 8: dec_from64(((const int64_t *)src)[i], le); break;
+          default: {
+            const duckdb_hugeint *h = &((const duckdb_hugeint *)src)[i];
+            uint64_t hi = (uint64_t)h->upper;
+            memcpy(le, &h->lower, 8);
+            memcpy(le + 8, &hi, 8);
+          }
+        }
+        TM_TRY(tm_colbuilder_append_decimal(cb, le, err));
+        break;
+      }
+      case TM_TYPE_UTF8:
+      case TM_TYPE_BINARY:
+      case TM_TYPE_FIXED_BINARY: {
+        if (t->id == TM_TYPE_FIXED_BINARY && t->uuid && t->width == 16) {
+          const duckdb_hugeint *h = &((const duckdb_hugeint *)src)[i];
+          uint64_t hi = (uint64_t)h->upper ^ UUID_FLIP, lo = h->lower;
+          uint8_t b[16];
+          for (int k = 7; k >= 0; k--, hi >>= 8) b[k] = (uint8_t)hi;
+          for (int k = 15; k >= 8; k--, lo >>= 8) b[k] = (uint8_t)lo;
+          TM_TRY(tm_colbuilder_append_bytes(cb, b, 16, err));
+          break;
+        }
+        duckdb_string_t *s = &((duckdb_string_t *)src)[i];
+        uint32_t len = duckdb_string_t_length(*s);
+        if (t->id == TM_TYPE_FIXED_BINARY && len != (uint32_t)t->width)
+          return tm_error_set(err, TM_ECORRUPT, "a stored fixed(%d) value has %u bytes",
+                              (int)t->width, len);
+        TM_TRY(tm_colbuilder_append_bytes(cb, duckdb_string_t_data(s), len, err));
+        break;
+      }
+      default: return tm_error_set(err, TM_EUNSUPPORTED, "a column type tidemark cannot read");
+    }
+  }
+  return TM_OK;
+}
+
+int tm_duck_append_batch(duckdb_appender app, duckdb_data_chunk chunk, const tm_batch *b,
+                         tm_duck_extra_fn fill_extra, void *payload, tm_error *err) {
+  idx_t step = duckdb_vector_size();
+  size_t n_cols = b->schema.n_cols;
+  tm_colview *views = tm_calloc(n_cols ? n_cols : 1, sizeof *views);
+  if (!views) return tm_error_nomem(err);
+  for (size_t c = 0; c < n_cols; c++) views[c] = tm_batch_col(b, c);
+  int rc = TM_OK;
+  for (int64_t from = 0; rc == TM_OK && from < b->n_rows; from += (int64_t)step) {
+    idx_t n = (idx_t)(b->n_rows - from) < step ? (idx_t)(b->n_rows - from) : step;
+    duckdb_data_chunk_reset(chunk);
+    for (size_t c = 0; rc == TM_OK && c < n_cols; c++) {
+      rc = tm_duck_vector_write(duckdb_data_chunk_get_vector(chunk, c), &views[c], from, n, err);
+      if (rc < 0) tm_error_prefix(err, "column '%s', rows %lld-%lld", b->schema.cols[c].name,
+                                  (long long)from, (long long)(from + (int64_t)n - 1));
+    }
+    if (rc == TM_OK && fill_extra) rc = fill_extra(chunk, n_cols, n, payload, err);
+    if (rc == TM_OK) {
+      duckdb_data_chunk_set_size(chunk, n);
+      if (duckdb_append_data_chunk(app, chunk) == DuckDBError) {
+        const char *msg = duckdb_appender_error(app);
+        rc = tm_error_set(err, TM_ERROR, "DuckDB append: %s", msg ? msg : "failed");
+      }
+    }
+  }
+  duckdb_data_chunk_reset(chunk);
+  tm_free(views);
+  return rc;
+}
+
+/* ---- reading results as batches ---------------------------------------------- */
+
+void tm_duck_reader_init(tm_duck_reader *rd, duckdb_result *r, const tm_schema *schema,
+                         int64_t rows) {
+  memset(rd, 0, sizeof *rd);
+  rd->result = *r;
+  memset(r, 0, sizeof *r);
+  rd->has_result = true;
+  rd->schema = schema;
+  rd->rows = rows > 0 ? rows : TM_BATCH_DEFAULT_ROWS;
+}
+
+void tm_duck_reader_dispose(tm_duck_reader *rd) {
+  if (rd->has_result) duckdb_destroy_result(&rd->result);
+  memset(rd, 0, sizeof *rd);
+}
+
+int tm_duck_reader_next(tm_duck_reader *rd, tm_batch *out, tm_error *err) {
+  if (rd->done) return TM_ITEROVER;
+  tm_batch_builder bb;
+  TM_TRY(tm_batch_builder_init(&bb, rd->schema, err));
+  int rc = TM_OK;
+  while (rc == TM_OK && tm_batch_builder_rows(&bb) < rd->rows) {
+    duckdb_data_chunk ch = duckdb_fetch_chunk(rd->result);
+    if (!ch) {
+      const char *msg = duckdb_result_error(&rd->result);
+      if (msg) rc = tm_db__result_error(err, &rd->result, NULL);
+      rd->done = true;
+      break;
+    }
+    idx_t n = duckdb_data_chunk_get_size(ch);
+    if (duckdb_data_chunk_get_column_count(ch) != rd->schema->n_cols)
+      rc = tm_error_set(err, TM_ERROR, "a DuckDB result has %llu columns, expected %zu",
+                        (unsigned long long)duckdb_data_chunk_get_column_count(ch),
+                        rd->schema->n_cols);
+    for (size_t c = 0; rc == TM_OK && c < rd->schema->n_cols; c++)
+      rc = tm_duck_vector_read(duckdb_data_chunk_get_vector(ch, c), n,
+                               tm_batch_builder_col(&bb, c), err);
+    duckdb_destroy_data_chunk(&ch);
+  }
+  if (rc == TM_OK && tm_batch_builder_rows(&bb) == 0) rc = TM_ITEROVER;
+  if (rc == TM_OK) rc = tm_batch_builder_finish(&bb, out, err);
+  tm_batch_builder_dispose(&bb);
+  return rc;
+}

@@ -1,0 +1,568 @@
+/*
+ * txn.c - write transactions of the DuckDB-storage engines (engine layer).
+ * See duck_int.h.
+ *
+ * A transaction is one DuckDB transaction on the engine's writer
+ * connection: the rows, the deletes and the state map commit together, and
+ * DuckDB's write-ahead log makes the commit durable when it returns (D1).
+ *
+ * Unkeyed rows go straight into their table through an appender. A full
+ * refresh (A11) and a replacement (B9) fill a new table and swap it in at
+ * commit (DROP, RENAME), so readers see the old rows until then.
+ *
+ * Keyed rows (A8) are staged in a temporary table with their arrival number
+ * and resolved at commit, in SQL, against the stored row of each key (at most
+ * one per key; rows with a NULL key column are never merged). The outcome is
+ * the one of applying the rows one at a time in arrival order:
+ *
+ *   newest by time (cayenne)  a row replaces the key's row unless its time is
+ *                             older (NULL is oldest; equal: the later arrival
+ *                             wins); an identical row changes nothing
+ *   arrival, upsert           every row replaces the previous one
+ *   arrival, drop             the first row stays (the stored one, if any)
+ *
+ * and so are the superseded counts (SPEC 1.4): each row but a key's first
+ * loses once, as `unchanged` when it equals the winner it meets, else
+ * `older` / `equal_time` (by time) or `arrival`. The running winner a row
+ * meets is, by time, the last arrival among the rows before it with the
+ * greatest time (window functions over the arrival order); by arrival, the
+ * previous row (upsert) or the first (drop). A stored row that equals the
+ * final winner is kept, not rewritten.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/duckdb/duck_int.h"
+#include "util/alloc.h"
+
+typedef struct duck_txn {
+  tm_engine_txn base;
+  duckdb_appender app;     /* onto the target (unkeyed) or the stage (keyed) */
+  duckdb_data_chunk chunk; /* scratch of the appender's column types */
+  const char *target;      /* TM_DUCK_ROWS, or TM_DUCK_NEW for a replacement */
+  bool replace;
+  bool keyed;
+  int64_t seq;             /* arrival numbers handed out */
+  int64_t appended;
+  int64_t deleted;
+} duck_txn;
+
+static tm_duck_engine *eng(duck_txn *t) { return tm_duck_of(t->base.engine); }
+
+static int exec_buf(duck_txn *t, tm_buf *b, int64_t *changed, tm_error *err) {
+  duckdb_result r;
+  int rc = TM_OK;
+  if (duckdb_query(eng(t)->writer, tm_buf_cstr(b), &r) == DuckDBError)
+    rc = tm_db__result_error(err, &r, t->base.engine->cfg.dataset);
+  else if (changed)
+    *changed = (int64_t)duckdb_rows_changed(&r);
+  duckdb_destroy_result(&r);
+  tm_buf_clear(b);
+  return rc;
+}
+
+static void txn_free(duck_txn *t, bool rollback) {
+  if (t->app) duckdb_appender_destroy(&t->app);
+  if (t->chunk) duckdb_destroy_data_chunk(&t->chunk);
+  if (rollback) {
+    tm_db__exec_quiet(eng(t)->writer, "ROLLBACK");
+  }
+  tm_engine__writer_release(t->base.engine);
+  tm_free(t);
+}
+
+/* The appender's scratch chunk, of its column types. */
+static int make_chunk(duck_txn *t, tm_error *err) {
+  idx_t n = duckdb_appender_column_count(t->app);
+  duckdb_logical_type *types = tm_calloc(n ? n : 1, sizeof *types);
+  if (!types) return tm_error_nomem(err);
+  for (idx_t i = 0; i < n; i++) types[i] = duckdb_appender_column_type(t->app, i);
+  t->chunk = duckdb_create_data_chunk(types, n);
+  for (idx_t i = 0; i < n; i++) duckdb_destroy_logical_type(&types[i]);
+  tm_free(types);
+  return t->chunk ? TM_OK : tm_error_nomem(err);
+}
+
+int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
+  tm_duck_engine *e = tm_duck_of(base);
+  TM_TRY(tm_engine__writer_acquire(base, err));
+  duck_txn *t = tm_calloc(1, sizeof *t);
+  if (!t) {
+    tm_engine__writer_release(base);
+    return tm_error_nomem(err);
+  }
+  t->base.engine = base;
+  t->base.kind = kind;
+  t->replace = kind == TM_TXN_REPLACE_ALL || e->pending;
+  t->target = t->replace ? TM_DUCK_NEW : TM_DUCK_ROWS;
+  t->keyed = base->cfg.n_pk > 0;
+  tm_buf sql = TM_BUF_INIT(64 << 20);
+  int rc = tm_db__exec(e->writer, "BEGIN TRANSACTION", base->cfg.dataset, err);
+  bool began = rc == TM_OK;
+  if (rc == TM_OK && t->replace) {
+    rc = tm_buf_puts(&sql, "DROP TABLE IF EXISTS ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_NEW, err);
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+    if (rc == TM_OK) rc = tm_duck__create_rows(&sql, e, TM_DUCK_NEW, err);
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+  }
+  if (rc == TM_OK && t->keyed) {
+    /* The stage: the rows and their arrival number, in the connection's temp catalog. */
+    rc = tm_buf_puts(&sql, "CREATE OR REPLACE TEMP TABLE _tm_stage AS SELECT *, 0::BIGINT AS _tm_seq FROM ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
+    if (rc == TM_OK) rc = tm_buf_puts(&sql, " LIMIT 0", err);
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+    if (rc == TM_OK && duckdb_appender_create_ext(e->writer, "temp", "main", "_tm_stage", &t->app) == DuckDBError) {
+      rc = tm_error_set(err, TM_ERROR, "%s: cannot append to the stage: %s", base->cfg.dataset,
+                        duckdb_appender_error(t->app));
+    }
+  } else if (rc == TM_OK &&
+             duckdb_appender_create_ext(e->writer, e->alias, "main", t->target, &t->app) == DuckDBError) {
+    rc = tm_error_set(err, TM_ERROR, "%s: cannot append: %s", base->cfg.dataset,
+                      duckdb_appender_error(t->app));
+  }
+  if (rc == TM_OK) rc = make_chunk(t, err);
+  tm_buf_dispose(&sql);
+  if (rc < 0) {
+    txn_free(t, began);
+    return rc;
+  }
+  *out = &t->base;
+  return TM_OK;
+}
+
+static int fill_seq(duckdb_data_chunk chunk, idx_t first_col, idx_t n, void *payload, tm_error *err) {
+  (void)err;
+  duck_txn *t = payload;
+  int64_t *seq = duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, first_col));
+  for (idx_t i = 0; i < n; i++) seq[i] = ++t->seq;
+  return TM_OK;
+}
+
+int tm_duck__write(tm_engine_txn *base, const tm_batch *b, tm_error *err) {
+  duck_txn *t = (duck_txn *)base;
+  int rc = tm_duck_append_batch(t->app, t->chunk, b, t->keyed ? fill_seq : NULL, t, err);
+  if (rc < 0) return tm_error_prefix(err, "%s", base->engine->cfg.dataset);
+  t->appended += b->n_rows;
+  return TM_OK;
+}
+
+static int flush(duck_txn *t, tm_error *err) {
+  if (duckdb_appender_flush(t->app) == DuckDBError)
+    return tm_error_set(err, TM_ERROR, "%s: %s", t->base.engine->cfg.dataset,
+                        duckdb_appender_error(t->app));
+  return TM_OK;
+}
+
+/* DELETE FROM table (aliased as the dataset) WHERE (cond), as one checked statement. */
+static int delete_in(duck_txn *t, const char *table_sql, const char *cond, int64_t *n_out,
+                     tm_error *err) {
+  tm_duck_engine *e = eng(t);
+  const char *ds = t->base.engine->cfg.dataset;
+  tm_buf sql = TM_BUF_INIT(16 << 20);
+  int rc = tm_buf_puts(&sql, "DELETE FROM ", err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, table_sql, err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, " AS ", err);
+  if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, ds, err);
+  if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " WHERE (%s\n)", cond);
+  /* One DELETE statement, nothing else: the condition cannot close it and start another. */
+  duckdb_extracted_statements ex = NULL;
+  duckdb_prepared_statement ps = NULL;
+  if (rc == TM_OK) {
+    idx_t n = duckdb_extract_statements(e->writer, tm_buf_cstr(&sql), &ex);
+    if (n != 1)
+      rc = tm_error_set(err, TM_EINVALID, "%s: retention condition: %s", ds,
+                        n == 0 ? duckdb_extract_statements_error(ex) : "it must be one condition");
+  }
+  if (rc == TM_OK && duckdb_prepare_extracted_statement(e->writer, ex, 0, &ps) == DuckDBError)
+    rc = tm_error_set(err, TM_EINVALID, "%s: retention condition: %s", ds, duckdb_prepare_error(ps));
+  if (rc == TM_OK && duckdb_prepared_statement_type(ps) != DUCKDB_STATEMENT_TYPE_DELETE)
+    rc = tm_error_set(err, TM_EINVALID, "%s: retention condition: not a condition", ds);
+  if (rc == TM_OK) rc = tm_db__exec_prepared(ps, ds, n_out, err);
+  if (ps) duckdb_destroy_prepare(&ps);
+  if (ex) duckdb_destroy_extracted(&ex);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+/*
+ * The rows the transaction sees are the stored ones (its target) and, keyed,
+ * the rows staged so far: the condition deletes from both.
+ */
+int tm_duck__delete_where(tm_engine_txn *base, const char *where_sql, int64_t *n_out,
+                          tm_error *err) {
+  duck_txn *t = (duck_txn *)base;
+  TM_TRY(flush(t, err));
+  tm_buf table = TM_BUF_INIT(1 << 16);
+  int rc = tm_duck__table(&table, eng(t), t->target, err);
+  int64_t stored = 0, staged = 0;
+  if (rc == TM_OK) rc = delete_in(t, tm_buf_cstr(&table), where_sql, &stored, err);
+  if (rc == TM_OK && t->keyed) rc = delete_in(t, "temp.main._tm_stage", where_sql, &staged, err);
+  tm_buf_dispose(&table);
+  if (rc < 0) return rc;
+  t->deleted += stored;
+  *n_out = stored + staged;
+  return TM_OK;
+}
+
+/* ceil(a / b) for b > 0. */
+static __int128 ceil_div(__int128 a, __int128 b) {
+  __int128 q = a / b;
+  return (a % b != 0 && a > 0) ? q + 1 : q;
+}
+
+/* DELETE FROM table WHERE cond, with cond's $1 bound to v; *n_out: rows deleted. */
+static int delete_bound(duck_txn *t, const char *table_sql, const char *cond, duckdb_value v,
+                        int64_t *n_out, tm_error *err) {
+  tm_duck_engine *e = eng(t);
+  const char *ds = t->base.engine->cfg.dataset;
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  int rc = tm_buf_printf(&sql, err, "DELETE FROM %s WHERE %s", table_sql, cond);
+  duckdb_prepared_statement ps = NULL;
+  if (rc == TM_OK && duckdb_prepare(e->writer, tm_buf_cstr(&sql), &ps) == DuckDBError)
+    rc = tm_error_set(err, TM_ERROR, "%s: retention: %s", ds, duckdb_prepare_error(ps));
+  if (rc == TM_OK && duckdb_bind_value(ps, 1, v) == DuckDBError)
+    rc = tm_error_set(err, TM_ERROR, "%s: retention: cannot bind the cutoff", ds);
+  if (rc == TM_OK) rc = tm_db__exec_prepared(ps, ds, n_out, err);
+  if (ps) duckdb_destroy_prepare(&ps);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+int tm_duck__delete_before(tm_engine_txn *base, int64_t sec, int32_t nsec, int64_t *n_out,
+                           tm_error *err) {
+  duck_txn *t = (duck_txn *)base;
+  tm_duck_engine *e = eng(t);
+  const tm_engine_config *cfg = &base->engine->cfg;
+  const tm_column *col = &base->engine->schema.cols[cfg->time_col];
+  TM_TRY(flush(t, err));
+  /* "Older than the instant": value < ceil(instant / unit) in the column's units. */
+  __int128 ns = (__int128)sec * 1000000000 + nsec;
+  tm_buf cond = TM_BUF_INIT(1 << 16), table = TM_BUF_INIT(1 << 16);
+  int rc = TM_OK;
+  duckdb_value v = NULL;
+  if (col->type.id == TM_TYPE_UTF8) {
+    rc = tm_buf_puts(&cond, "tm_iso8601_ns(", err);
+    if (rc == TM_OK) rc = tm_engine__quote_ident(&cond, col->name, err);
+    if (rc == TM_OK) rc = tm_buf_puts(&cond, ") < $1", err);
+    duckdb_hugeint h = {(uint64_t)ns, (int64_t)(ns >> 64)};
+    v = duckdb_create_hugeint(h);
+  } else {
+    __int128 unit_ns;
+    if (col->type.id == TM_TYPE_TIMESTAMP) unit_ns = 1000000000 / tm_unit_per_second(col->type.unit);
+    else if (col->type.id == TM_TYPE_DATE32) unit_ns = (__int128)86400 * 1000000000;
+    else if (cfg->time_format == TM_TIME_FORMAT_UNIX_MILLIS) unit_ns = 1000000;
+    else if (cfg->time_format == TM_TIME_FORMAT_UNIX_NANOS) unit_ns = 1;
+    else unit_ns = 1000000000;
+    __int128 th = ceil_div(ns, unit_ns);
+    if (th > INT64_MAX) th = INT64_MAX;
+    if (th < INT64_MIN) th = INT64_MIN;
+    rc = tm_engine__quote_ident(&cond, col->name, err);
+    if (rc == TM_OK) rc = tm_buf_puts(&cond, " < $1", err);
+    if (tm_type_is_integer(&col->type)) {
+      v = duckdb_create_int64((int64_t)th);
+    } else {
+      tm_value tv;
+      memset(&tv, 0, sizeof tv);
+      tv.type = col->type.id;
+      tv.v.i = (int64_t)th;
+      v = tm_duck_value(&col->type, &tv);
+    }
+  }
+  int64_t stored = 0, staged = 0;
+  if (rc == TM_OK) rc = tm_duck__table(&table, e, t->target, err);
+  if (rc == TM_OK) rc = delete_bound(t, tm_buf_cstr(&table), tm_buf_cstr(&cond), v, &stored, err);
+  if (rc == TM_OK && t->keyed)
+    rc = delete_bound(t, "temp.main._tm_stage", tm_buf_cstr(&cond), v, &staged, err);
+  if (v) duckdb_destroy_value(&v);
+  tm_buf_dispose(&cond);
+  tm_buf_dispose(&table);
+  if (rc < 0) return rc;
+  t->deleted += stored;
+  *n_out = stored + staged;
+  return TM_OK;
+}
+
+/* ---- keyed resolution ------------------------------------------------------------ */
+
+/* `a.k1 = b.k1 AND ...` over the key columns. */
+static int keys_equal(tm_buf *b, const tm_engine *e, const char *x, const char *y, tm_error *err) {
+  for (size_t i = 0; i < e->cfg.n_pk; i++) {
+    const char *name = e->schema.cols[e->cfg.pk[i]].name;
+    TM_TRY(tm_buf_puts(b, i ? " AND " : "", err));
+    TM_TRY(tm_buf_printf(b, err, "%s.", x));
+    TM_TRY(tm_engine__quote_ident(b, name, err));
+    TM_TRY(tm_buf_printf(b, err, " = %s.", y));
+    TM_TRY(tm_engine__quote_ident(b, name, err));
+  }
+  return TM_OK;
+}
+
+/* `k1 IS NOT NULL AND ...` (negated: `k1 IS NULL OR ...`). */
+static int keys_present(tm_buf *b, const tm_engine *e, bool present, tm_error *err) {
+  for (size_t i = 0; i < e->cfg.n_pk; i++) {
+    TM_TRY(tm_buf_puts(b, i ? (present ? " AND " : " OR ") : "", err));
+    TM_TRY(tm_engine__quote_ident(b, e->schema.cols[e->cfg.pk[i]].name, err));
+    TM_TRY(tm_buf_puts(b, present ? " IS NOT NULL" : " IS NULL", err));
+  }
+  return TM_OK;
+}
+
+static int key_list(tm_buf *b, const tm_engine *e, tm_error *err) {
+  for (size_t i = 0; i < e->cfg.n_pk; i++) {
+    TM_TRY(tm_buf_puts(b, i ? ", " : "", err));
+    TM_TRY(tm_engine__quote_ident(b, e->schema.cols[e->cfg.pk[i]].name, err));
+  }
+  return TM_OK;
+}
+
+/* `row("a", "b", ...)` of every column (prefix "x." or NULL). */
+static int row_of(tm_buf *b, const tm_schema *s, const char *prefix, tm_error *err) {
+  TM_TRY(tm_buf_puts(b, "row(", err));
+  TM_TRY(tm_duck__columns(b, s, prefix, err));
+  return tm_buf_puts(b, ")", err);
+}
+
+/* Whole-row equality of the columns of x and those of the struct w (NULL equals NULL). */
+static int rows_equal_struct(tm_buf *b, const tm_schema *s, const char *w, tm_error *err) {
+  for (size_t i = 0; i < s->n_cols; i++) {
+    TM_TRY(tm_buf_puts(b, i ? " AND " : "(", err));
+    TM_TRY(tm_engine__quote_ident(b, s->cols[i].name, err));
+    TM_TRY(tm_buf_printf(b, err, " IS NOT DISTINCT FROM %s[%zu]", w, i + 1));
+  }
+  return tm_buf_puts(b, s->n_cols ? ")" : "true", err);
+}
+
+static int rows_equal(tm_buf *b, const tm_schema *s, const char *x, const char *y, tm_error *err) {
+  for (size_t i = 0; i < s->n_cols; i++) {
+    TM_TRY(tm_buf_puts(b, i ? " AND " : "(", err));
+    TM_TRY(tm_buf_printf(b, err, "%s.", x));
+    TM_TRY(tm_engine__quote_ident(b, s->cols[i].name, err));
+    TM_TRY(tm_buf_printf(b, err, " IS NOT DISTINCT FROM %s.", y));
+    TM_TRY(tm_engine__quote_ident(b, s->cols[i].name, err));
+  }
+  return tm_buf_puts(b, s->n_cols ? ")" : "true", err);
+}
+
+/* The ordering value of a row's time (NULL sorts first; ISO 8601 text by instant). */
+static int time_expr(tm_buf *b, const tm_engine *e, tm_error *err) {
+  if (e->cfg.time_col < 0) return tm_buf_puts(b, "NULL", err);
+  const tm_column *c = &e->schema.cols[e->cfg.time_col];
+  if (c->type.id == TM_TYPE_UTF8) {
+    TM_TRY(tm_buf_puts(b, "tm_iso8601_ns(", err));
+    TM_TRY(tm_engine__quote_ident(b, c->name, err));
+    return tm_buf_puts(b, ")", err);
+  }
+  return tm_engine__quote_ident(b, c->name, err);
+}
+
+/* Rows of _tm_cand with their time rank (_tm_r), as a subquery. */
+static int ranked(tm_buf *b, const tm_engine *e, tm_error *err) {
+  TM_TRY(tm_buf_puts(b, "(SELECT *, dense_rank() OVER (PARTITION BY ", err));
+  TM_TRY(key_list(b, e, err));
+  TM_TRY(tm_buf_puts(b, " ORDER BY ", err));
+  TM_TRY(time_expr(b, e, err));
+  return tm_buf_puts(b, " ASC NULLS FIRST) AS _tm_r FROM _tm_cand)", err);
+}
+
+static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
+  tm_duck_engine *e = eng(t);
+  const tm_engine *en = &e->base;
+  const tm_schema *s = &en->schema;
+  bool by_time = en->vt->rule == TM_ENGINE_RULE_NEWEST_BY_TIME;
+  bool upsert = !by_time && en->cfg.on_conflict == TM_ON_CONFLICT_UPSERT;
+  tm_buf sql = TM_BUF_INIT(64 << 20);
+  int rc = TM_OK;
+
+  /* 1. Candidates: stored rows of the keys staged (arrival 0, with their row id), then the stage. */
+#define P(x) if (rc == TM_OK) rc = tm_buf_puts(&sql, x, err)
+  P("CREATE OR REPLACE TEMP TABLE _tm_cand AS ");
+  if (!t->replace) {
+    P("SELECT ");
+    if (rc == TM_OK) rc = tm_duck__columns(&sql, s, "t.", err);
+    P(", 0::BIGINT AS _tm_seq, t.rowid AS _tm_rid FROM ");
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
+    P(" t SEMI JOIN (SELECT DISTINCT ");
+    if (rc == TM_OK) rc = key_list(&sql, en, err);
+    P(" FROM _tm_stage) s ON ");
+    if (rc == TM_OK) rc = keys_equal(&sql, en, "t", "s", err);
+    P(" UNION ALL ");
+  }
+  P("SELECT ");
+  if (rc == TM_OK) rc = tm_duck__columns(&sql, s, NULL, err);
+  P(", _tm_seq, NULL::BIGINT AS _tm_rid FROM _tm_stage WHERE ");
+  if (rc == TM_OK) rc = keys_present(&sql, en, true, err);
+  if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+
+  /* 2. Why each row after a key's first lost (the running winner it met: _tm_w). */
+  P("SELECT count(*) FILTER (WHERE _tm_prev > 0 AND _tm_eq), "
+    "count(*) FILTER (WHERE _tm_prev > 0 AND NOT _tm_eq AND _tm_r = _tm_m), "
+    "count(*) FILTER (WHERE _tm_prev > 0 AND NOT _tm_eq AND _tm_r <> _tm_m) FROM (SELECT *, ");
+  if (rc == TM_OK) rc = rows_equal_struct(&sql, s, "_tm_w", err);
+  P(" AS _tm_eq FROM (SELECT *, count(*) OVER p AS _tm_prev, max(_tm_r) OVER p AS _tm_m, ");
+  if (by_time) {
+    P("arg_max(");
+    if (rc == TM_OK) rc = row_of(&sql, s, NULL, err);
+    P(", row(_tm_r, _tm_seq)) OVER p");
+  } else if (upsert) {
+    P("lag(");
+    if (rc == TM_OK) rc = row_of(&sql, s, NULL, err);
+    P(") OVER (PARTITION BY ");
+    if (rc == TM_OK) rc = key_list(&sql, en, err);
+    P(" ORDER BY _tm_seq)");
+  } else {
+    P("first_value(");
+    if (rc == TM_OK) rc = row_of(&sql, s, NULL, err);
+    P(") OVER p");
+  }
+  P(" AS _tm_w FROM ");
+  if (rc == TM_OK) rc = ranked(&sql, en, err);
+  P(" WINDOW p AS (PARTITION BY ");
+  if (rc == TM_OK) rc = key_list(&sql, en, err);
+  P(" ORDER BY _tm_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)))");
+  if (rc == TM_OK) {
+    duckdb_result r;
+    if (duckdb_query(e->writer, tm_buf_cstr(&sql), &r) == DuckDBError) {
+      rc = tm_db__result_error(err, &r, en->cfg.dataset);
+    } else {
+      int64_t same = duckdb_value_int64(&r, 0, 0), eq_time = duckdb_value_int64(&r, 1, 0),
+              other = duckdb_value_int64(&r, 2, 0);
+      info->rows_superseded[TM_SUPERSEDED_UNCHANGED] += same;
+      if (by_time) {
+        info->rows_superseded[TM_SUPERSEDED_EQUAL_TIME] += eq_time;
+        info->rows_superseded[TM_SUPERSEDED_OLDER] += other;
+      } else {
+        info->rows_superseded[TM_SUPERSEDED_ARRIVAL] += eq_time + other;
+      }
+    }
+    duckdb_destroy_result(&r);
+    tm_buf_clear(&sql);
+  }
+
+  /* 3. The winner of each key. */
+  P("CREATE OR REPLACE TEMP TABLE _tm_win AS SELECT * FROM (SELECT *, row_number() OVER "
+    "(PARTITION BY ");
+  if (rc == TM_OK) rc = key_list(&sql, en, err);
+  P(by_time ? " ORDER BY _tm_r DESC, _tm_seq DESC" : upsert ? " ORDER BY _tm_seq DESC" : " ORDER BY _tm_seq ASC");
+  P(") AS _tm_n FROM ");
+  if (rc == TM_OK) rc = ranked(&sql, en, err);
+  P(") WHERE _tm_n = 1");
+  if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+
+  /* 4. Stored rows that lost to a different row go; winners not yet stored come in. */
+  int64_t n = 0;
+  if (!t->replace) {
+    P("DELETE FROM ");
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
+    P(" WHERE rowid IN (SELECT s._tm_rid FROM _tm_cand s JOIN _tm_win w ON ");
+    if (rc == TM_OK) rc = keys_equal(&sql, en, "s", "w", err);
+    P(" WHERE s._tm_seq = 0 AND w._tm_seq > 0 AND NOT ");
+    if (rc == TM_OK) rc = rows_equal(&sql, s, "s", "w", err);
+    P(")");
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+  }
+  P("INSERT INTO ");
+  if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
+  P(" SELECT ");
+  if (rc == TM_OK) rc = tm_duck__columns(&sql, s, "w.", err);
+  P(" FROM _tm_win w WHERE w._tm_seq > 0");
+  if (!t->replace) {
+    P(" AND NOT EXISTS (SELECT 1 FROM _tm_cand s WHERE s._tm_seq = 0 AND ");
+    if (rc == TM_OK) rc = keys_equal(&sql, en, "s", "w", err);
+    P(" AND ");
+    if (rc == TM_OK) rc = rows_equal(&sql, s, "s", "w", err);
+    P(")");
+  }
+  P(" ORDER BY w._tm_seq");
+  if (rc == TM_OK) rc = exec_buf(t, &sql, &n, err);
+  info->rows_written += n;
+  /* Rows with a NULL key column are never merged (A8 applies to keys). */
+  P("INSERT INTO ");
+  if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
+  P(" SELECT ");
+  if (rc == TM_OK) rc = tm_duck__columns(&sql, s, NULL, err);
+  P(" FROM _tm_stage WHERE ");
+  if (rc == TM_OK) rc = keys_present(&sql, en, false, err);
+  P(" ORDER BY _tm_seq");
+  n = 0;
+  if (rc == TM_OK) rc = exec_buf(t, &sql, &n, err);
+  info->rows_written += n;
+  P("DROP TABLE IF EXISTS _tm_cand; DROP TABLE IF EXISTS _tm_win; DROP TABLE IF EXISTS _tm_stage");
+  if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+#undef P
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+/* ---- commit / abort ----------------------------------------------------------------- */
+
+static int write_state(duck_txn *t, const tm_kv *state, tm_error *err) {
+  tm_duck_engine *e = eng(t);
+  tm_buf sql = TM_BUF_INIT(64 << 20);
+  int rc = tm_buf_puts(&sql, "DELETE FROM ", err);
+  if (rc == TM_OK) rc = tm_duck__table(&sql, e, "_tm_state", err);
+  if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+  if (rc == TM_OK && state->len > 0) {
+    rc = tm_buf_puts(&sql, "INSERT INTO ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, "_tm_state", err);
+    if (rc == TM_OK) rc = tm_buf_puts(&sql, " VALUES ", err);
+    for (size_t i = 0; rc == TM_OK && i < state->len; i++) {
+      rc = tm_buf_puts(&sql, i ? ", (" : "(", err);
+      const char *k = state->items[i].key, *v = state->items[i].value;
+      if (rc == TM_OK) rc = tm_engine__quote_string(&sql, k, strlen(k), err);
+      if (rc == TM_OK) rc = tm_buf_puts(&sql, ", ", err);
+      if (rc == TM_OK) rc = tm_engine__quote_string(&sql, v, strlen(v), err);
+      if (rc == TM_OK) rc = tm_buf_puts(&sql, ")", err);
+    }
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+  }
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_info *info,
+                    tm_error *err) {
+  duck_txn *t = (duck_txn *)base;
+  tm_duck_engine *e = eng(t);
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  int rc = TM_OK;
+  if (duckdb_appender_close(t->app) == DuckDBError)
+    rc = tm_error_set(err, TM_ERROR, "%s: %s", base->engine->cfg.dataset, duckdb_appender_error(t->app));
+  if (rc == TM_OK && t->keyed) rc = resolve(t, info, err);
+  else if (rc == TM_OK) info->rows_written = t->appended;
+  if (rc == TM_OK && t->replace) {
+    rc = tm_buf_puts(&sql, "DROP TABLE IF EXISTS ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_ROWS, err);
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+    if (rc == TM_OK) rc = tm_buf_puts(&sql, "ALTER TABLE ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_NEW, err);
+    if (rc == TM_OK) rc = tm_buf_puts(&sql, " RENAME TO " TM_DUCK_ROWS, err);
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+    if (rc == TM_OK && e->pending) rc = tm_duck__write_meta(e, e->writer, err);
+  }
+  /* A replacement starts without the state of what it replaces (B9). */
+  if (rc == TM_OK && (state || e->pending)) {
+    tm_kv none;
+    tm_kv_init(&none);
+    rc = write_state(t, state ? state : &none, err);
+  }
+  if (rc == TM_OK) rc = tm_db__exec(e->writer, "COMMIT", base->engine->cfg.dataset, err);
+  bool committed = rc == TM_OK;
+  if (committed) {
+    e->pending = false;
+    info->rows_deleted = t->deleted;
+    tm_buf_clear(&sql);
+    rc = tm_buf_puts(&sql, "SELECT count(*) FROM ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_ROWS, err);
+    if (rc == TM_OK) rc = tm_db__query_int64(e->writer, tm_buf_cstr(&sql), &info->rows_after, err);
+    rc = TM_OK; /* committed: the count is for the report only */
+  }
+  tm_buf_dispose(&sql);
+  txn_free(t, !committed);
+  return rc;
+}
+
+void tm_duck__abort(tm_engine_txn *base) {
+  if (!base) return;
+  txn_free((duck_txn *)base, true);
+}

@@ -1,0 +1,231 @@
+/*
+ * gate.c - the read-only gate of outside SQL (engine layer; SPEC D4, 1.3).
+ *
+ * A query passes when:
+ *   1. it is one statement (duckdb_extract_statements);
+ *   2. DuckDB prepares it (parse and bind errors come back as they are);
+ *   3. the prepared statement is a SELECT (DESCRIBE, SHOW, SUMMARIZE and
+ *      VALUES are SELECTs) or an EXPLAIN: INSERT, UPDATE, DELETE, COPY,
+ *      ATTACH, DETACH, SET, PRAGMA, CALL, INSTALL, LOAD, EXPORT, CHECKPOINT,
+ *      transactions and DDL are all other statement types;
+ *   4. its parse tree (json_serialize_sql) names no table function that
+ *      reads files or changes state (read_*, glob, parquet_*, checkpoint,
+ *      query, ...) and no path as a table ('/etc/passwd', 'x/y.csv').
+ * Step 4 is a second fence behind the tm_db's own lock-down (no file access
+ * outside the accelerations' folders, no extensions, configuration locked):
+ * it keeps SQL from reading even the acceleration files as files.
+ */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/sql/sql_int.h"
+#include "util/alloc.h"
+
+/* Table functions that read files, list them, or act on the database. */
+static const char *const k_denied_prefixes[] = {"read_", "parquet_", "iceberg_", "delta_",
+                                                "sqlite_", "postgres_", "mysql_", "json_execute",
+                                                "pragma_", NULL};
+static const char *const k_denied[] = {
+    "glob",          "sniff_csv",      "checkpoint",    "force_checkpoint", "query",
+    "query_table",   "csv_scan",       "parquet_scan",  "json_scan",        "arrow_scan",
+    "arrow_scan_dumb", "seq_scan",     "index_scan",    "duckdb_secrets",   "which_secret",
+    "load_aws_credentials", "repeat_row_table", NULL};
+
+bool tm_sql__function_allowed(const char *name) {
+  if (!name) return false;
+  for (size_t i = 0; k_denied_prefixes[i]; i++)
+    if (strncasecmp(name, k_denied_prefixes[i], strlen(k_denied_prefixes[i])) == 0) return false;
+  for (size_t i = 0; k_denied[i]; i++)
+    if (strcasecmp(name, k_denied[i]) == 0) return false;
+  return true;
+}
+
+/* Walks the tree: the first refused table function or path-like table name. */
+static int walk(const json_t *n, int depth, tm_error *err) {
+  if (depth > 4096) return tm_error_set(err, TM_EINVALID, "the query is nested too deeply");
+  if (json_is_array(n)) {
+    size_t i;
+    const json_t *v;
+    json_array_foreach(n, i, v) TM_TRY(walk(v, depth + 1, err));
+    return TM_OK;
+  }
+  if (!json_is_object(n)) return TM_OK;
+  const char *type = json_string_value(json_object_get(n, "type"));
+  if (type && !strcmp(type, "TABLE_FUNCTION")) {
+    const json_t *fn = json_object_get(n, "function");
+    const char *name = json_string_value(json_object_get(fn, "function_name"));
+    if (!tm_sql__function_allowed(name))
+      return tm_error_set(err, TM_EINVALID,
+                          "the table function %s is not allowed: queries only read the datasets "
+                          "(SPEC D4)",
+                          name ? name : "?");
+  }
+  if (type && !strcmp(type, "BASE_TABLE")) {
+    const char *name = json_string_value(json_object_get(n, "table_name"));
+    if (name && (strchr(name, '/') || strchr(name, '\\')))
+      return tm_error_set(err, TM_EINVALID,
+                          "'%s' names a file: queries only read the datasets (SPEC D4)", name);
+  }
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)n, key, v) TM_TRY(walk(v, depth + 1, err));
+  return TM_OK;
+}
+
+/* The query EXPLAIN [ANALYZE] explains: the text after the keywords. */
+static const char *explained(const char *sql) {
+  const char *p = sql;
+  for (int word = 0; word < 2; word++) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    if (word == 0 && strncasecmp(p, "EXPLAIN", 7) == 0 && !isalnum((unsigned char)p[7])) p += 7;
+    else if (word == 1 && strncasecmp(p, "ANALYZE", 7) == 0 && !isalnum((unsigned char)p[7])) p += 7;
+    else if (word == 1 && strncasecmp(p, "ANALYSE", 7) == 0 && !isalnum((unsigned char)p[7])) p += 7;
+    else if (word == 0) return NULL;
+  }
+  return p;
+}
+
+/*
+ * DuckDB writes unsigned 64-bit numbers (an unset query_location is
+ * 18446744073709551615; HUGEINT halves) that jansson's int64 cannot hold:
+ * they become -1, in place. Nothing read from the tree needs them.
+ */
+static void clamp_big_numbers(char *js) {
+  bool in_str = false;
+  for (char *p = js; *p; p++) {
+    if (in_str) {
+      if (*p == '\\' && p[1]) p++;
+      else if (*p == '"') in_str = false;
+      continue;
+    }
+    if (*p == '"') {
+      in_str = true;
+      continue;
+    }
+    if (*p < '0' || *p > '9' || (p > js && (p[-1] == '.' || p[-1] == 'e' || p[-1] == 'E' ||
+                                            (p[-1] >= '0' && p[-1] <= '9'))))
+      continue;
+    char *q = p;
+    while (*q >= '0' && *q <= '9') q++;
+    size_t n = (size_t)(q - p);
+    bool big = n > 19 || (n == 19 && strncmp(p, "9223372036854775807", 19) > 0);
+    if (big && *q != '.' && *q != 'e' && *q != 'E') {
+      bool neg = p > js && p[-1] == '-';
+      char *w = neg ? p - 1 : p;
+      *w++ = '-';
+      *w++ = '1';
+      while (w < q) *w++ = ' ';
+    }
+    p = q - 1;
+  }
+}
+
+/* json_serialize_sql(text) parsed, or an error naming why it cannot be read. */
+static int serialize(duckdb_connection c, const char *text, json_t **out, tm_error *err) {
+  duckdb_prepared_statement ps = NULL;
+  int rc = TM_OK;
+  if (duckdb_prepare(c, "SELECT json_serialize_sql($1::VARCHAR)", &ps) == DuckDBError)
+    rc = tm_error_set(err, TM_ERROR, "DuckDB: %s", duckdb_prepare_error(ps));
+  if (rc == TM_OK) duckdb_bind_varchar(ps, 1, text);
+  duckdb_result r;
+  bool have = false;
+  if (rc == TM_OK) {
+    if (duckdb_execute_prepared(ps, &r) == DuckDBError) rc = tm_db__result_error(err, &r, NULL);
+    have = true;
+  }
+  char *js = rc == TM_OK ? duckdb_value_varchar(&r, 0, 0) : NULL;
+  if (rc == TM_OK && !js) rc = tm_error_set(err, TM_ERROR, "DuckDB could not serialize the query");
+  if (rc == TM_OK) {
+    json_error_t je;
+    clamp_big_numbers(js);
+    *out = json_loads(js, 0, &je);
+    if (!*out) rc = tm_error_set(err, TM_ERROR, "the query's parse tree does not read: %s", je.text);
+  }
+  if (rc == TM_OK && json_is_true(json_object_get(*out, "error"))) {
+    const char *msg = json_string_value(json_object_get(*out, "error_message"));
+    rc = tm_error_set(err, TM_EINVALID, "only queries are allowed: %s",
+                      msg ? msg : "the statement cannot be checked");
+    json_decref(*out);
+    *out = NULL;
+  }
+  if (js) duckdb_free(js);
+  if (have) duckdb_destroy_result(&r);
+  if (ps) duckdb_destroy_prepare(&ps);
+  return rc;
+}
+
+static const char *type_name(duckdb_statement_type t) {
+  switch (t) {
+    case DUCKDB_STATEMENT_TYPE_INSERT: return "INSERT";
+    case DUCKDB_STATEMENT_TYPE_UPDATE: return "UPDATE";
+    case DUCKDB_STATEMENT_TYPE_DELETE: return "DELETE";
+    case DUCKDB_STATEMENT_TYPE_CREATE: return "CREATE";
+    case DUCKDB_STATEMENT_TYPE_DROP: return "DROP";
+    case DUCKDB_STATEMENT_TYPE_ALTER: return "ALTER";
+    case DUCKDB_STATEMENT_TYPE_COPY: return "COPY";
+    case DUCKDB_STATEMENT_TYPE_ATTACH: return "ATTACH";
+    case DUCKDB_STATEMENT_TYPE_DETACH: return "DETACH";
+    case DUCKDB_STATEMENT_TYPE_SET: return "SET";
+    case DUCKDB_STATEMENT_TYPE_PRAGMA: return "PRAGMA";
+    case DUCKDB_STATEMENT_TYPE_TRANSACTION: return "a transaction statement";
+    case DUCKDB_STATEMENT_TYPE_LOAD: return "INSTALL/LOAD";
+    case DUCKDB_STATEMENT_TYPE_CALL: return "CALL";
+    case DUCKDB_STATEMENT_TYPE_EXPORT: return "EXPORT";
+    case DUCKDB_STATEMENT_TYPE_PREPARE:
+    case DUCKDB_STATEMENT_TYPE_EXECUTE: return "PREPARE/EXECUTE";
+    case DUCKDB_STATEMENT_TYPE_VACUUM: return "VACUUM";
+    case DUCKDB_STATEMENT_TYPE_MULTI: return "a multi-statement";
+    default: return "this statement";
+  }
+}
+
+int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
+                 json_t **ast_out, tm_error *err) {
+  *ast_out = NULL;
+  duckdb_extracted_statements ex = NULL;
+  duckdb_prepared_statement ps = NULL;
+  json_t *ast = NULL;
+  int rc = TM_OK;
+  idx_t n = duckdb_extract_statements(c, sql, &ex);
+  if (n == 0) {
+    const char *msg = duckdb_extract_statements_error(ex);
+    char buf[TM_ERROR_MESSAGE_MAX];
+    snprintf(buf, sizeof buf, "%s", msg ? msg : "an empty query");
+    for (char *p = buf; *p; p++)
+      if (*p == '\n') *p = ' ';
+    rc = tm_error_set(err, TM_EINVALID, "%s", buf);
+  } else if (n > 1) {
+    rc = tm_error_set(err, TM_EINVALID, "one statement per query (this has %llu)",
+                      (unsigned long long)n);
+  }
+  if (rc == TM_OK && duckdb_prepare_extracted_statement(c, ex, 0, &ps) == DuckDBError) {
+    char buf[TM_ERROR_MESSAGE_MAX];
+    snprintf(buf, sizeof buf, "%s", duckdb_prepare_error(ps) ? duckdb_prepare_error(ps) : "cannot prepare");
+    char *line = strstr(buf, "\n\nLINE ");
+    if (line) *line = '\0';
+    for (char *p = buf; *p; p++)
+      if (*p == '\n') *p = ' ';
+    rc = tm_error_set(err, TM_EINVALID, "%s", buf);
+  }
+  duckdb_statement_type type = rc == TM_OK ? duckdb_prepared_statement_type(ps) : DUCKDB_STATEMENT_TYPE_INVALID;
+  if (rc == TM_OK && type != DUCKDB_STATEMENT_TYPE_SELECT && type != DUCKDB_STATEMENT_TYPE_EXPLAIN)
+    rc = tm_error_set(err, TM_EINVALID, "%s is not allowed: queries are read-only (SPEC D4)",
+                      type_name(type));
+  if (rc == TM_OK) {
+    const char *text = type == DUCKDB_STATEMENT_TYPE_EXPLAIN ? explained(sql) : sql;
+    if (!text) rc = tm_error_set(err, TM_EINVALID, "this EXPLAIN form is not allowed");
+    if (rc == TM_OK) rc = serialize(c, text, &ast, err);
+    if (rc == TM_OK) rc = walk(ast, 0, err);
+  }
+  if (ex) duckdb_destroy_extracted(&ex);
+  if (rc < 0) {
+    if (ps) duckdb_destroy_prepare(&ps);
+    json_decref(ast);
+    return rc;
+  }
+  *ps_out = ps;
+  if (type == DUCKDB_STATEMENT_TYPE_EXPLAIN) json_decref(ast);
+  else *ast_out = ast;
+  return TM_OK;
+}
