@@ -74,9 +74,17 @@ static void tune_allocator(void) {
 #endif
 }
 
+/* DuckDB stopped for good: shut down (as on SIGTERM) and exit failing, so a supervisor restarts us. */
+static void on_fatal(void *payload, const char *why) {
+  (void)payload;
+  (void)why;
+  kill(getpid(), SIGTERM);
+}
+
 static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_runtime_options o;
   tm_runtime_options_init(&o);
+  o.on_fatal = on_fatal;
   o.http_addr = tm_cli_get(cmd, args, "http");
   o.metrics_addr = tm_cli_get(cmd, args, "metrics");
   o.api_key = tm_cli_get(cmd, args, "api-key");
@@ -125,13 +133,16 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
          cfg.path, cfg.n_datasets);
   int sig = 0;
   sigwait(&g_signals, &sig);
-  tm_log(TM_LOG_INFO, NULL, "received %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  char why[512];
+  bool fatal = tm_runtime_fatal(rt, why, sizeof why);
+  if (fatal) tm_log(TM_LOG_ERROR, NULL, "stopping: DuckDB failed (%s); restart tidemark", why);
+  else tm_log(TM_LOG_INFO, NULL, "received %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
   pthread_t watcher;
   if (pthread_create(&watcher, NULL, second_signal, NULL) == 0) pthread_detach(watcher);
   tm_runtime_stop(rt);
   tm_runtime_free(rt);
   tm_config_dispose(&cfg);
-  return TM_EXIT_OK;
+  return fatal ? TM_EXIT_FAILURE : TM_EXIT_OK;
 }
 
 const tm_cli_cmd tm_cli_cmd_run = {

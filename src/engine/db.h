@@ -24,6 +24,7 @@
 #ifndef TM_ENGINE_DB_H
 #define TM_ENGINE_DB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,14 @@ void tm_db_release(tm_db *db);
 /** The settings in force (for logs and status). */
 int tm_db_threads(const tm_db *db);
 int64_t tm_db_memory_limit(const tm_db *db);
+
+/**
+ * Whether the instance still works. DuckDB stops a whole instance after a
+ * fatal I/O error (fsync failing: like PostgreSQL, it cannot trust what the
+ * kernel may have dropped); every statement then fails until the process
+ * opens a new instance. False with DuckDB's reason in why (may be NULL).
+ */
+bool tm_db_healthy(tm_db *db, char *why, size_t cap);
 
 /** DuckDB's version string ("v1.4.4"). */
 const char *tm_db_version(void);

@@ -155,6 +155,7 @@ int tm_sqlsource_new(tm_sqlsource **out, tm_db *db, tm_source *src, const char *
       rc = tm_schema_add(&s->schema, cname ? cname : "", t, si >= 0 ? srcs->cols[si].nullable : true,
                          si >= 0 ? srcs->cols[si].field_id : -1, err);
     duckdb_destroy_logical_type(&lt);
+    duckdb_free((void *)cname); /* the C API's copy */
   }
   if (rc < 0) {
     tm_sqlsource_free(s);

@@ -90,6 +90,32 @@ void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
   tm_engine_release(old);
 }
 
+void tm_rt__check_fatal(tm_runtime *rt) {
+  char why[512];
+  if (tm_db_healthy(rt->db, why, sizeof why)) return;
+  pthread_mutex_lock(&rt->mu);
+  bool first = !rt->fatal;
+  if (first) {
+    rt->fatal = true;
+    snprintf(rt->fatal_why, sizeof rt->fatal_why, "%s", why);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  if (!first) return;
+  tm_log(TM_LOG_ERROR, NULL,
+         "DuckDB stopped after a fatal I/O error; the accelerations on disk are intact (their "
+         "log replays at the next start), but this process must restart: %s",
+         why);
+  if (rt->opts.on_fatal) rt->opts.on_fatal(rt->opts.fatal_payload, why);
+}
+
+bool tm_runtime_fatal(tm_runtime *rt, char *why, size_t cap) {
+  pthread_mutex_lock(&rt->mu);
+  bool f = rt->fatal;
+  if (f && why && cap) snprintf(why, cap, "%s", rt->fatal_why);
+  pthread_mutex_unlock(&rt->mu);
+  return f;
+}
+
 int tm_runtime_db_open(const tm_config *cfg, tm_db **out, tm_error *err) {
   tm_db_options o;
   tm_db_options_init(&o);

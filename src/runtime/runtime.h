@@ -48,6 +48,13 @@ typedef struct tm_runtime_options {
   size_t max_sql_bytes;      /* /v1/sql body limit; 0: 1 MiB */
   int64_t retry_base_ms;     /* first retry delay (C4); 0: 1 s; doubles up to retry_max_ms */
   int64_t retry_max_ms;      /* 0: 5 min */
+  /*
+   * Called once, from a worker thread, when the DuckDB instance has stopped
+   * for good (tm_db_healthy): the process must restart. The cli layer turns
+   * it into a shutdown with a failing exit code. May be NULL.
+   */
+  void (*on_fatal)(void *payload, const char *why);
+  void *fatal_payload;
 } tm_runtime_options;
 
 #define TM_RUNTIME_OPTIONS_VERSION 1
@@ -78,6 +85,9 @@ void tm_runtime_stop(tm_runtime *rt);
 
 /** Stops if needed and frees everything. NULL is a no-op. */
 void tm_runtime_free(tm_runtime *rt);
+
+/** Whether DuckDB stopped for good (a fatal I/O error); the reason in why. */
+bool tm_runtime_fatal(tm_runtime *rt, char *why, size_t cap);
 
 /** Every dataset is ready to serve (SPEC C1; what GET /v1/ready answers). */
 bool tm_runtime_ready(tm_runtime *rt);

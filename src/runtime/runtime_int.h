@@ -65,6 +65,8 @@ struct tm_runtime {
   int n_workers;                /* started workers */
   bool started, stopping, stopped;
   bool wrote_server_file;       /* <data dir>/server.json is ours */
+  bool fatal;                   /* DuckDB stopped for good (under mu) */
+  char fatal_why[512];
   volatile int cancel;          /* set at shutdown: refreshes in flight roll back */
   tm_db *db;                    /* owned reference: the DuckDB instance */
   tm_sql_catalog *catalog;      /* owned */
@@ -90,6 +92,8 @@ tm_rt_dataset *tm_rt__find(tm_runtime *rt, const char *name);
 tm_accel *tm_rt__accel(tm_runtime *rt, tm_rt_dataset *ds);
 /** The status name SPEC 1.3 shows for a dataset. */
 const char *tm_rt__status_name(tm_runtime *rt, tm_rt_dataset *ds);
+/** After a failed job: whether DuckDB stopped for good; then logs, and calls on_fatal once. */
+void tm_rt__check_fatal(tm_runtime *rt);
 /** Lists d's current engine in the SQL catalog (after a load or a schema change). */
 void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds);
 

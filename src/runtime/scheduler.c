@@ -150,18 +150,20 @@ static job_result run_refresh(tm_runtime *rt, tm_rt_dataset *ds, bool full, cons
     jr.changed = res.rows_written > 0 || res.full;
   } else if (jr.rc == TM_ECANCELLED) {
     tm_log(TM_LOG_INFO, ds->def->name, "refresh cancelled for shutdown; rolled back");
+  } else {
+    tm_rt__check_fatal(rt);
   }
   return jr;
 }
 
 static job_result run_retention(tm_runtime *rt, tm_rt_dataset *ds) {
-  (void)rt;
   job_result jr = {TM_OK, false};
   int64_t deleted = 0;
   tm_error err;
   tm_error_init(&err);
   jr.rc = tm_accel_retention(ds->accel, tm_now_ms(), &deleted, &err);
   jr.changed = jr.rc == TM_OK && deleted > 0;
+  if (jr.rc < 0) tm_rt__check_fatal(rt);
   return jr;
 }
 

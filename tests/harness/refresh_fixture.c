@@ -221,6 +221,16 @@ void rfx_reopen(rfx *f) {
   open_accel(f);
 }
 
+void rfx_restart(rfx *f) {
+  tm_error err;
+  tm_accel_free(f->a);
+  f->a = NULL;
+  tm_db_release(f->db);
+  f->db = NULL;
+  TM_ASSERT_OK(tm_runtime_db_open(&f->cfg, &f->db, &err), &err);
+  open_accel(f);
+}
+
 void rfx_close(rfx *f) {
   tm_accel_free(f->a);
   f->a = NULL;

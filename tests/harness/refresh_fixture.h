@@ -63,6 +63,8 @@ typedef struct rfx {
 void rfx_open(rfx *f, const char *dir, const char *yaml);
 /** tm_accel_new again over the same config (reopens a file-mode acceleration). */
 void rfx_reopen(rfx *f);
+/** As a process restart: a new DuckDB instance, then the accel again. */
+void rfx_restart(rfx *f);
 /** Frees the accel and the config. */
 void rfx_close(rfx *f);
 

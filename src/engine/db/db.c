@@ -124,8 +124,13 @@ int tm_db__result_error(tm_error *err, duckdb_result *r, const char *what) {
   int code = tm_db__code(duckdb_result_error_type(r));
   /* DuckDB reports a damaged file as an I/O or internal error that says so. */
   if (msg && (strstr(msg, "orrupt") || strstr(msg, "not a valid DuckDB database") ||
-              strstr(msg, "checksum")))
+              strstr(msg, "checksum") || strstr(msg, "Could not read enough bytes") ||
+              strstr(msg, "database file is too small")))
     code = TM_ECORRUPT;
+  /* A commit that failed writing or syncing its log is an I/O error, not a conflict. */
+  if (msg && code == TM_ECONFLICT &&
+      (strstr(msg, "Could not") || strstr(msg, "fsync") || strstr(msg, "write")))
+    code = TM_EIO;
   char buf[TM_ERROR_MESSAGE_MAX];
   snprintf(buf, sizeof buf, "%s", msg ? msg : "unknown DuckDB error");
   one_line(buf);
@@ -300,6 +305,15 @@ void tm_db__detach(tm_db *db, const char *alias) {
     break;
   }
   pthread_mutex_unlock(&db->admin_mu);
+}
+
+bool tm_db_healthy(tm_db *db, char *why, size_t cap) {
+  tm_error err;
+  tm_error_init(&err);
+  int rc = tm_db__admin_exec(db, "SELECT 1", &err);
+  if (rc == TM_OK || !strstr(err.message, "invalidated")) return true;
+  if (why && cap) snprintf(why, cap, "%s", err.message);
+  return false;
 }
 
 bool tm_db__path_allowed(const tm_db *db, const char *path) {

@@ -237,18 +237,18 @@ static int inspect(tm_db *db, const char *alias, bool *any, bool *meta, tm_error
 static int create_tables(tm_duck_engine *e, tm_error *err) {
   tm_buf sql = TM_BUF_INIT(64 << 20);
   duckdb_connection c = e->writer;
-  int rc = tm_db__exec(c, "BEGIN TRANSACTION", e->base.cfg.dataset, err);
+  int rc = tm_db__exec(c, "BEGIN TRANSACTION", (e->file ? e->file : e->base.cfg.dataset), err);
   if (rc == TM_OK) rc = tm_duck__create_rows(&sql, e, TM_DUCK_ROWS, err);
-  if (rc == TM_OK) rc = run(c, &sql, e->base.cfg.dataset, err);
+  if (rc == TM_OK) rc = run(c, &sql, (e->file ? e->file : e->base.cfg.dataset), err);
   const char *kvt[2] = {"_tm_state", "_tm_meta"};
   for (int i = 0; rc == TM_OK && i < 2; i++) {
     rc = tm_buf_puts(&sql, "CREATE TABLE ", err);
     if (rc == TM_OK) rc = tm_duck__table(&sql, e, kvt[i], err);
     if (rc == TM_OK) rc = tm_buf_puts(&sql, " (key VARCHAR, value VARCHAR)", err);
-    if (rc == TM_OK) rc = run(c, &sql, e->base.cfg.dataset, err);
+    if (rc == TM_OK) rc = run(c, &sql, (e->file ? e->file : e->base.cfg.dataset), err);
   }
   if (rc == TM_OK) rc = tm_duck__write_meta(e, c, err);
-  if (rc == TM_OK) rc = tm_db__exec(c, "COMMIT", e->base.cfg.dataset, err);
+  if (rc == TM_OK) rc = tm_db__exec(c, "COMMIT", (e->file ? e->file : e->base.cfg.dataset), err);
   else {
     tm_db__exec_quiet(c, "ROLLBACK");
   }

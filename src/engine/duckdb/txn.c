@@ -546,7 +546,7 @@ int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_in
     tm_kv_init(&none);
     rc = write_state(t, state ? state : &none, err);
   }
-  if (rc == TM_OK) rc = tm_db__exec(e->writer, "COMMIT", base->engine->cfg.dataset, err);
+  if (rc == TM_OK) rc = tm_db__exec(e->writer, "COMMIT", e->file ? e->file : base->engine->cfg.dataset, err);
   bool committed = rc == TM_OK;
   if (committed) {
     e->pending = false;

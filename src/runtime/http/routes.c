@@ -14,9 +14,10 @@
 #define REFRESH_BODY_LIMIT ((size_t)64 << 10)
 
 static void h_health(void *app, tm_http_request *req, tm_http_reply *rep) {
-  (void)app;
   (void)req;
-  tm_http_reply_text(rep, 200, "ok");
+  /* DuckDB stopped for good: the process serves nothing any more and must restart. */
+  if (tm_runtime_fatal(app, NULL, 0)) tm_http_reply_text(rep, 503, "failed: DuckDB stopped, restart");
+  else tm_http_reply_text(rep, 200, "ok");
 }
 
 /* C1: ready only when every dataset is. */

@@ -16,10 +16,13 @@
  *   - the next refresh without faults ends with exactly the new rows (no
  *     duplicate, no missing row), and nothing leaked (tm_alloc_live).
  *
- * Writes: the engines' local writes and syncs fail at the N-th call
- * (io/fault.c: ENOSPC, EIO, a short write followed by a full disk) for
- * cayenne; sqlite's writes go through SQLite's VFS, so a fault VFS (below)
- * fails the N-th xWrite/xSync/xTruncate with SQLITE_FULL or SQLITE_IOERR.
+ * Writes: DuckDB (cayenne) writes its files with pwrite, fsync, ftruncate
+ * and fallocate from libduckdb.so; this test program defines those calls,
+ * so the dynamic linker binds DuckDB's to them (below), and the N-th call on
+ * a DuckDB file (.duckdb, .duckdb.wal) fails with ENOSPC or EIO, or writes
+ * half and then fails every later call (a disk filling up). sqlite's writes
+ * go through SQLite's VFS, so a fault VFS (below) fails the N-th
+ * xWrite/xSync/xTruncate with SQLITE_FULL or SQLITE_IOERR.
  * The refresh fails naming the file and the cause, the previous rows keep
  * serving (or, when only the final folder fsync failed, the new ones), and
  * the next refresh completes.
@@ -27,8 +30,13 @@
  * TM_STRESS=1 sweeps every N with every fault kind; otherwise an evenly
  * spread sample of N (TM_STORAGE_SAMPLES, default 8) per kind.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sqlite3.h>
+#include <sys/types.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +48,107 @@
 #include "tm_test.h"
 #include "util/alloc.h"
 #include "util/time.h"
+
+/* ---- DuckDB's writes: interposed system calls ------------------------------------------ */
+
+typedef struct duck_faults {
+  pthread_mutex_t mu;
+  bool on;
+  int64_t nth, seen;
+  int error;
+  bool sticky, short_first, fired;
+} duck_faults;
+
+static duck_faults g_duck = {PTHREAD_MUTEX_INITIALIZER, false, 0, 0, 0, false, false, false};
+
+static bool is_duck_fd(int fd) {
+  char link[64], path[1024];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n <= 0) return false;
+  path[n] = '\0';
+  return strstr(path, ".duckdb") != NULL;
+}
+
+typedef enum duck_verdict { D_PASS, D_FAIL, D_SHORT } duck_verdict;
+
+static duck_verdict duck_decide(int fd, bool is_write_call) {
+  if (!__atomic_load_n(&g_duck.on, __ATOMIC_ACQUIRE) || !is_duck_fd(fd)) return D_PASS;
+  pthread_mutex_lock(&g_duck.mu);
+  duck_verdict v = D_PASS;
+  int64_t n = ++g_duck.seen;
+  if (g_duck.nth > 0 && (n == g_duck.nth || (n > g_duck.nth && g_duck.sticky))) {
+    v = n == g_duck.nth && g_duck.short_first && is_write_call ? D_SHORT : D_FAIL;
+    g_duck.fired = true;
+  }
+  pthread_mutex_unlock(&g_duck.mu);
+  return v;
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset);
+ssize_t write(int fd, const void *buf, size_t count);
+int fsync(int fd);
+int ftruncate(int fd, off_t length);
+int fallocate(int fd, int mode, off_t offset, off_t len);
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+  static ssize_t (*real)(int, const void *, size_t, off_t);
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "pwrite");
+  duck_verdict v = duck_decide(fd, true);
+  if (v == D_FAIL) {
+    errno = g_duck.error;
+    return -1;
+  }
+  return real(fd, buf, v == D_SHORT && count > 1 ? count / 2 : count, offset);
+}
+
+ssize_t write(int fd, const void *buf, size_t count) {
+  static ssize_t (*real)(int, const void *, size_t);
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "write");
+  duck_verdict v = duck_decide(fd, true);
+  if (v == D_FAIL) {
+    errno = g_duck.error;
+    return -1;
+  }
+  return real(fd, buf, v == D_SHORT && count > 1 ? count / 2 : count);
+}
+
+int fsync(int fd) {
+  static int (*real)(int);
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "fsync");
+  if (duck_decide(fd, false) != D_PASS) {
+    errno = g_duck.error;
+    return -1;
+  }
+  return real(fd);
+}
+
+/*
+ * Shrinking a file needs no space, so a full disk never fails it: only a
+ * growing truncation is a fault here. (DuckDB 1.4 ends the process when the
+ * truncation that rolls its log back fails: RELIABILITY.md.)
+ */
+int ftruncate(int fd, off_t length) {
+  static int (*real)(int, off_t);
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "ftruncate");
+  off_t size = lseek(fd, 0, SEEK_END);
+  if (size >= 0 && length <= size) return real(fd, length);
+  if (duck_decide(fd, false) != D_PASS) {
+    errno = g_duck.error;
+    return -1;
+  }
+  return real(fd, length);
+}
+
+int fallocate(int fd, int mode, off_t offset, off_t len) {
+  static int (*real)(int, int, off_t, off_t);
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "fallocate");
+  if (duck_decide(fd, false) != D_PASS) {
+    errno = g_duck.error;
+    return -1;
+  }
+  return real(fd, mode, offset, len);
+}
 
 /* ---- the open hook: fault stores over the run's folder ------------------------------- */
 
@@ -244,7 +353,7 @@ static const char *const k_kind_names[F__COUNT] = {"read-fail",  "read-partial",
 static bool is_write(fault_kind k) { return k >= F_WRITE_ENOSPC; }
 
 typedef struct tally {
-  int64_t runs, failed, succeeded, reopened_new;
+  int64_t runs, failed, succeeded, reopened_new, restarts;
   int64_t codes[32];
   char sample[F__COUNT][TM_ERROR_MESSAGE_MAX];
 } tally;
@@ -279,9 +388,14 @@ static void arm(const rfx_scenario *s, fault_kind k, int64_t n) {
     g_vfs.on = true;
     return;
   }
-  tm_io_fault f = {TM_IO_FAULT_VERSION, TM_IO_FAULT_WRITE | TM_IO_FAULT_SYNC, n,
-                   k == F_WRITE_EIO ? EIO : ENOSPC, k == F_WRITE_FILLING, k == F_WRITE_FILLING};
-  tm_io_fault_set(&f);
+  pthread_mutex_lock(&g_duck.mu);
+  g_duck.nth = n;
+  g_duck.seen = 0;
+  g_duck.fired = false;
+  g_duck.error = k == F_WRITE_EIO ? EIO : ENOSPC;
+  g_duck.sticky = g_duck.short_first = k == F_WRITE_FILLING;
+  pthread_mutex_unlock(&g_duck.mu);
+  __atomic_store_n(&g_duck.on, true, __ATOMIC_RELEASE);
 }
 
 /* Stops injecting; returns the operations counted and whether a fault fired. */
@@ -298,9 +412,11 @@ static int64_t disarm(const rfx_scenario *s, fault_kind k, bool *fired) {
     n = g_vfs.seen;
     *fired = g_vfs.fired;
   } else {
-    n = tm_io_fault_count();
-    *fired = tm_io_fault_fired();
-    tm_io_fault_set(NULL);
+    __atomic_store_n(&g_duck.on, false, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&g_duck.mu);
+    n = g_duck.seen;
+    *fired = g_duck.fired;
+    pthread_mutex_unlock(&g_duck.mu);
   }
   return n;
 }
@@ -365,15 +481,23 @@ static int64_t one_run(const rfx_scenario *s, const rfx_template *t, const char 
       const char *cause = sqlite_engine(s)
                               ? (k == F_WRITE_EIO ? "disk I/O error" : "full")
                               : (k == F_WRITE_EIO ? "Input/output error" : "No space left on device");
+      /* DuckDB says "fsync failed!" for an EIO from fsync (it reports no errno there). */
       bool said = strstr(err.message, cause) ||
-                  (sqlite_engine(s) && strstr(err.message, "disk I/O error"));
+                  (sqlite_engine(s) && strstr(err.message, "disk I/O error")) ||
+                  (!sqlite_engine(s) && k == F_WRITE_EIO && strstr(err.message, "fsync failed"));
       TM_ASSERT_MSG(said, "%s, %s at %lld: the error does not say '%s': %s",
                     s->name, k_kind_names[k], (long long)n, cause, err.message);
       TM_ASSERT_MSG(strstr(err.message, run_dir), "%s, %s at %lld: the error names no file: %s",
                     s->name, k_kind_names[k], (long long)n, err.message);
       renamed_then_failed = strstr(err.message, ": fsync:") && !strstr(err.message, ".tmp.");
     }
-    /* The acceleration is unchanged, in memory at least (D1, D3). */
+    /* The acceleration is unchanged, in memory at least (D1, D3). DuckDB stops
+     * its whole instance after fsync fails (like PostgreSQL, it cannot trust
+     * what the kernel dropped): the runtime restarts, here simulated. */
+    if (strstr(err.message, "fsync failed") || strstr(err.message, "invalidated")) {
+      ty->restarts++;
+      rfx_restart(&f);
+    }
     expect_rows(s, k, n, f.a, t->old_rows, "old", "right after the failed refresh,");
   } else {
     ty->succeeded++;
@@ -435,11 +559,13 @@ static void sweep(const rfx_scenario *s, const fault_kind *kinds, size_t n_kinds
       if (w > 0 && (size_t)w < sizeof codes - used) used += (size_t)w;
     }
     tm_test__note("%s %s: %lld %s; %lld runs (step %lld) in %.1f s: %lld failed (%lld left the "
-                  "new rows after the rename), %lld succeeded; codes:%s; e.g. \"%s\"",
+                  "new rows after the rename, %lld restarted DuckDB), %lld succeeded; codes:%s; "
+                  "e.g. \"%s\"",
                   s->name, k_kind_names[k], (long long)total,
                   is_write(k) ? "writes and syncs" : "store operations", (long long)ty.runs,
                   (long long)step, (double)(tm_monotonic_ns() - t0) / 1e9, (long long)ty.failed,
-                  (long long)ty.reopened_new, (long long)ty.succeeded, codes, ty.sample[k]);
+                  (long long)ty.reopened_new, (long long)ty.restarts, (long long)ty.succeeded, codes,
+                  ty.sample[k]);
   }
   hook_off();
   rfx_remove_tree(run_dir);
