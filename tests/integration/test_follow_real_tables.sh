@@ -22,12 +22,12 @@ datasets:
     time_format: unix_seconds
     acceleration: {refresh_mode: append}
   - from: iceberg:file://tbl
-    name: full
+    name: whole
     params: {metadata_location: tbl/$meta}
     acceleration: {refresh_mode: full}
 YAML
     tm refresh -c tm.yaml >out 2>err || { cat err >&2; fail "$table $meta: refresh failed"; }
-    assert_eq "$(tm_sql tm.yaml "SELECT count(*) FROM full")" "$rows" "$table $meta ($op): full refresh count"
+    assert_eq "$(tm_sql tm.yaml "SELECT count(*) FROM whole")" "$rows" "$table $meta ($op): full refresh count"
     local line; line=$(grep '^follow:' out | sed -e 's/ in [0-9.]* s$//' -e 's/^follow: //')
     got+=("$line => $(tm_sql tm.yaml "SELECT count(*) FROM follow")")
     step=$((step + 1))

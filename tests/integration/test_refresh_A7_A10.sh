@@ -30,7 +30,7 @@ out=$(tm_refresh -c "$T/tm.yaml")
 assert_contains "$out" "by_file: +2 rows"
 assert_contains "$out" "by_column: +1 rows"
 assert_contains "$out" "narrowed: +2 rows"
-assert_eq "$(tm_sql "$T/tm.yaml" "SELECT count(*) FROM pragma_table_info('narrowed')")" "2" "refresh_sql keeps only id, ts"
+assert_eq "$(tm_sql "$T/tm.yaml" "SELECT count(*) FROM information_schema.columns WHERE table_name = 'narrowed'")" "2" "refresh_sql keeps only id, ts"
 # A new file appears: only it is read; an old file rewritten with an old time is not.
 write_parquet "$T/files/b.parquet" "SELECT * FROM (VALUES (3)) t(id)"
 touch -d '2026-02-01 00:00:00' "$T/files/b.parquet"

@@ -48,7 +48,7 @@ YAML
 write_config enabled
 start_server "$T/tidemark.yaml"
 wait_until 20 count_is events 6 || fail "first load"
-wait_until 20 grep -q '\[events\] acceleration snapshot written: s3://snaps/tidemark/prod/dataset=events/events_.*\.cayenne\.tar' \
+wait_until 20 grep -q '\[events\] acceleration snapshot written: s3://snaps/tidemark/prod/dataset=events/events_.*\.duckdb' \
   "$SERVER_LOG" || { cat "$SERVER_LOG" >&2; fail "no snapshot on S3"; }
 stop_server
 n=$(find "$T/s3" -path '*dataset=events*' -name 'events_*' | wc -l)

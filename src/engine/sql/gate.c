@@ -121,6 +121,21 @@ static void clamp_big_numbers(char *js) {
   }
 }
 
+#define READ_ONLY "queries are read-only, datasets may not be modified (SPEC D4)"
+
+/* The statement's first keyword, upper-cased, for an error message ("DELETE"). */
+static void first_word(const char *text, char *out, size_t cap) {
+  const char *p = text;
+  while (*p && !isalpha((unsigned char)*p)) p++;
+  size_t n = 0;
+  while (isalpha((unsigned char)p[n]) && n + 1 < cap) {
+    out[n] = (char)toupper((unsigned char)p[n]);
+    n++;
+  }
+  out[n] = '\0';
+  if (n == 0) snprintf(out, cap, "this statement");
+}
+
 /* json_serialize_sql(text) parsed, or an error naming why it cannot be read. */
 static int serialize(duckdb_connection c, const char *text, json_t **out, tm_error *err) {
   duckdb_prepared_statement ps = NULL;
@@ -144,8 +159,14 @@ static int serialize(duckdb_connection c, const char *text, json_t **out, tm_err
   }
   if (rc == TM_OK && json_is_true(json_object_get(*out, "error"))) {
     const char *msg = json_string_value(json_object_get(*out, "error_message"));
-    rc = tm_error_set(err, TM_EINVALID, "only queries are allowed: %s",
-                      msg ? msg : "the statement cannot be checked");
+    if (msg && strstr(msg, "Only SELECT")) {
+      char word[24];
+      first_word(text, word, sizeof word);
+      rc = tm_error_set(err, TM_EINVALID, "%s is not allowed: " READ_ONLY, word);
+    } else {
+      rc = tm_error_set(err, TM_EINVALID, "only queries are allowed: %s",
+                        msg ? msg : "the statement cannot be checked");
+    }
     json_decref(*out);
     *out = NULL;
   }
@@ -199,6 +220,17 @@ int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement
     rc = tm_error_set(err, TM_EINVALID, "one statement per query (this has %llu)",
                       (unsigned long long)n);
   }
+  /*
+   * The parse tree first: it says whether this is a query before DuckDB binds
+   * it (binding a DELETE of a view fails with a message about views, not about
+   * what is allowed), and which functions and tables it names.
+   */
+  bool explain = rc == TM_OK && explained(sql) != NULL;
+  if (rc == TM_OK) {
+    const char *text = explain ? explained(sql) : sql;
+    rc = serialize(c, text, &ast, err);
+    if (rc == TM_OK) rc = walk(ast, 0, err);
+  }
   if (rc == TM_OK && duckdb_prepare_extracted_statement(c, ex, 0, &ps) == DuckDBError) {
     char buf[TM_ERROR_MESSAGE_MAX];
     snprintf(buf, sizeof buf, "%s", duckdb_prepare_error(ps) ? duckdb_prepare_error(ps) : "cannot prepare");
@@ -208,16 +240,12 @@ int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement
       if (*p == '\n') *p = ' ';
     rc = tm_error_set(err, TM_EINVALID, "%s", buf);
   }
+  /* And the prepared statement's own type, in case the two readings differ. */
   duckdb_statement_type type = rc == TM_OK ? duckdb_prepared_statement_type(ps) : DUCKDB_STATEMENT_TYPE_INVALID;
   if (rc == TM_OK && type != DUCKDB_STATEMENT_TYPE_SELECT && type != DUCKDB_STATEMENT_TYPE_EXPLAIN)
-    rc = tm_error_set(err, TM_EINVALID, "%s is not allowed: queries are read-only (SPEC D4)",
-                      type_name(type));
-  if (rc == TM_OK) {
-    const char *text = type == DUCKDB_STATEMENT_TYPE_EXPLAIN ? explained(sql) : sql;
-    if (!text) rc = tm_error_set(err, TM_EINVALID, "this EXPLAIN form is not allowed");
-    if (rc == TM_OK) rc = serialize(c, text, &ast, err);
-    if (rc == TM_OK) rc = walk(ast, 0, err);
-  }
+    rc = tm_error_set(err, TM_EINVALID, "%s is not allowed: " READ_ONLY, type_name(type));
+  if (rc == TM_OK && (type == DUCKDB_STATEMENT_TYPE_EXPLAIN) != explain)
+    rc = tm_error_set(err, TM_EINVALID, "this EXPLAIN form is not allowed");
   if (ex) duckdb_destroy_extracted(&ex);
   if (rc < 0) {
     if (ps) duckdb_destroy_prepare(&ps);

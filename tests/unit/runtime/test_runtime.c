@@ -70,8 +70,8 @@ TM_TEST(snapshot_key_layout) {
   char *k = tm_rt__snapshot_key("backups/tm", "events", "sqlite", ms);
   TM_ASSERT_STR_EQ(k, "backups/tm/dataset=events/events_20261130T030813Z.sqlite");
   tm_free(k);
-  k = tm_rt__snapshot_key("", "a.b-c", "cayenne.tar", 0);
-  TM_ASSERT_STR_EQ(k, "dataset=a.b-c/a.b-c_19700101T000000Z.cayenne.tar");
+  k = tm_rt__snapshot_key("", "a.b-c", "duckdb", 0);
+  TM_ASSERT_STR_EQ(k, "dataset=a.b-c/a.b-c_19700101T000000Z.duckdb");
   tm_free(k);
 }
 
