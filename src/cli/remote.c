@@ -21,6 +21,7 @@
 #include "format/arrow/render.h"
 #include "runtime/config/config.h"
 #include "runtime/runtime.h"
+#include "util/log.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 
@@ -273,6 +274,10 @@ char *tm_cli_owner_url(const tm_config *cfg) {
   tm_error err;
   if (tm_runtime_owner(cfg, &url, &pid, &err) != TM_OK) return NULL;
   if (!tm_cli_server_reachable(url)) {
+    tm_log(TM_LOG_WARN, NULL,
+           "a server (pid %lld, %s) runs on this config but does not answer; "
+           "trying the files here",
+           (long long)pid, url);
     tm_free(url);
     return NULL;
   }

@@ -44,7 +44,16 @@ typedef struct tm_db_options {
   const char *temp_dir;     /* spill folder (created when missing); NULL: no spilling */
   const char *const *dirs;  /* folders the file-mode accelerations live in (created) */
   size_t n_dirs;
+  /*
+   * How long opening a database file waits while another process holds it
+   * (DuckDB allows one read-write opener per file: a `tidemark refresh` from
+   * cron, say) before failing with TM_ECONFLICT. 0: TM_DB_DEFAULT_LOCK_WAIT_MS;
+   * negative: do not wait.
+   */
+  int64_t lock_wait_ms;
 } tm_db_options;
+
+#define TM_DB_DEFAULT_LOCK_WAIT_MS 10000
 
 void tm_db_options_init(tm_db_options *o);
 

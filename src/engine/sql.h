@@ -28,7 +28,7 @@
  * acceleration folders, installs and loads no extension and has its
  * configuration locked. A statement is interrupted once it has run for the
  * session's time limit (TM_ETIMEOUT); the tm_db's memory limit holds for all
- * statements together (past it, TM_ENOMEM).
+ * statements together (past it, TM_ETOOLARGE).
  *
  * Results render through tm_out (table, CSV, JSON) with faithful types:
  * integers and decimals exactly, floats in the shortest exact form (NaN, inf,
@@ -97,7 +97,8 @@ void tm_sql_session_interrupt(tm_sql_session *s);
  * session is open at a time (TM_ECONFLICT otherwise). The caller owns *out
  * (tm_sql_stmt_free).
  * Errors: TM_EINVALID (syntax, unknown table or column, a refused statement,
- * more than one statement), TM_ECONFLICT, TM_ETIMEOUT, TM_ENOMEM.
+ * more than one statement), TM_ECONFLICT, TM_ETIMEOUT, TM_ETOOLARGE (past the
+ * memory limit), TM_ENOMEM.
  */
 int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err)
     TM_WARN_UNUSED;

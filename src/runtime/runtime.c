@@ -214,6 +214,9 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   if (rc == TM_OK && !(rt->metrics = tm_metrics_new())) rc = tm_error_nomem(err);
   if (rc == TM_OK) rc = register_metrics(rt, err);
   if (rc == TM_OK) rc = tm_runtime_db_open(cfg, &rt->db, err);
+  if (rc == TM_OK)
+    tm_log(TM_LOG_INFO, NULL, "DuckDB %s: %d threads, memory limit %lld MB", tm_db_version(),
+           tm_db_threads(rt->db), (long long)((tm_db_memory_limit(rt->db) + 500000) / 1000000));
   if (rc == TM_OK) rc = tm_sql_catalog_new(&rt->catalog, rt->db, err);
   if (rc == TM_OK) {
     rt->n_ds = cfg->n_datasets;

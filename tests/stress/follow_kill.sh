@@ -4,7 +4,7 @@
 # acceleration holds a committed state whose saved snapshot agrees with its
 # rows: the next refresh completes it, and the acceleration equals every row
 # the appends committed (DuckDB reads the table's data files independently).
-# On cayenne and on sqlite (file mode). Short in `make check`; TM_STRESS=1
+# On cayenne, duckdb and sqlite (file mode). Short in `make check`; TM_STRESS=1
 # runs 100 trials per engine.
 source "$(dirname "$0")/../integration/lib.sh"
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 100 || echo 5)}
@@ -16,6 +16,10 @@ datasets:
     name: events
     time_column: ts
     acceleration: {refresh_mode: append}
+  - from: iceberg:file://wh/events
+    name: duck
+    time_column: ts
+    acceleration: {engine: duckdb, mode: file, refresh_mode: append}
   - from: iceberg:file://wh/events
     name: lite
     time_column: ts
@@ -39,7 +43,7 @@ killed=0 committed=0 rolled_back=0
 for trial in $(seq 2 $((trials + 1))); do
   add_snapshot "$trial"
   want=$(table_sig)
-  for ds in events lite; do
+  for ds in events duck lite; do
     before=$(tm_sql tm.yaml "SELECT count(*) FROM $ds")
     "$TM_BIN" refresh -c tm.yaml "$ds" >/dev/null 2>&1 & pid=$!
     sleep "$(awk -v m="$(( RANDOM % (unit * 13 / 10 + 2) ))" 'BEGIN { printf "%.3f", m / 1000 }')"
@@ -59,5 +63,5 @@ for trial in $(seq 2 $((trials + 1))); do
     [[ "$got" == "$want" ]] || fail "trial $trial $ds: acceleration [$got] != table [$want]"
   done
 done
-echo "follow_kill: $trials trials x 2 engines: $killed killed mid-refresh ($rolled_back rolled back, $committed had committed); every acceleration equal to the table" >&2
+echo "follow_kill: $trials trials x 3 engines: $killed killed mid-refresh ($rolled_back rolled back, $committed had committed); every acceleration equal to the table" >&2
 echo ok

@@ -5,7 +5,7 @@
 # exactly the previous full load or exactly the new one, compared as
 # multisets of full rows through signatures (DuckDB on the Parquet files,
 # tidemark's SQL on the acceleration); never a mix, never empty. The next full
-# refresh completes. On cayenne and on sqlite (file mode).
+# refresh completes. On cayenne, duckdb and sqlite (file mode).
 # Short in `make check`; TM_STRESS=1 runs 60 trials per engine.
 source "$(dirname "$0")/../integration/lib.sh"
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 60 || echo 4)}
@@ -16,6 +16,9 @@ datasets:
   - from: file:data
     name: cay
     acceleration: {engine: cayenne, refresh_mode: full}
+  - from: file:data
+    name: duck
+    acceleration: {engine: duckdb, mode: file, refresh_mode: full}
   - from: file:data
     name: lite
     acceleration: {engine: sqlite, mode: file, refresh_mode: full}
@@ -34,14 +37,14 @@ for k in 0 1 2; do add_file "$k"; done
 start=$(date +%s%N); tm_refresh -c "$T/tm.yaml" >/dev/null; unit=$(( ($(date +%s%N) - start) / 2000000 + 1 ))
 killed=0 old=0 new=0
 for trial in $(seq 3 $((trials + 2))); do
-  for ds in cay lite; do
+  for ds in cay duck lite; do
     before=$(accel_sig "$ds")
     [[ $before == "$(source_sig)" ]] || fail "trial $trial $ds: the acceleration does not hold the source before the trial"
   done
   rm -f "$T/data/f$(printf %05d $((trial - 3))).parquet"
   add_file "$trial"
   want_old=$before want_new=$(source_sig)
-  for ds in cay lite; do
+  for ds in cay duck lite; do
     "$TM_BIN" refresh -c "$T/tm.yaml" "$ds" --full >/dev/null 2>&1 & pid=$!
     sleep "$(awk -v m="$(( RANDOM % (unit * 13 / 10 + 2) ))" 'BEGIN { printf "%.3f", m / 1000 }')"
     if kill -9 "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
@@ -54,5 +57,5 @@ for trial in $(seq 3 $((trials + 2))); do
     assert_eq "$(accel_sig "$ds")" "$want_new" "trial $trial $ds: after the completing refresh"
   done
 done
-echo "full_kill: $trials trials x 2 engines: $killed killed mid-refresh ($old kept the old load, $new had the new one); never a mix" >&2
+echo "full_kill: $trials trials x 3 engines: $killed killed mid-refresh ($old kept the old load, $new had the new one); never a mix" >&2
 echo ok

@@ -5,7 +5,7 @@
 # refresh completes it with no duplicate and no missing row: the source and the
 # acceleration agree as multisets of full rows (signatures computed by DuckDB
 # on the Parquet files and by tidemark's SQL on the acceleration).
-# Short in `make check`; TM_STRESS=1 runs 120 trials per engine.
+# Short in `make check`; TM_STRESS=1 runs 120 trials per engine (cayenne, duckdb, sqlite; file mode).
 source "$(dirname "$0")/../integration/lib.sh"
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 120 || echo 5)}
 rows=${TM_KILL_ROWS:-$([[ -n ${TM_STRESS:-} ]] && echo 40000 || echo 20000)}
@@ -16,6 +16,10 @@ datasets:
     name: cay
     time_column: ts
     acceleration: {engine: cayenne, refresh_mode: append, refresh_append_overlap: 2s}
+  - from: file:data
+    name: duck
+    time_column: ts
+    acceleration: {engine: duckdb, mode: file, refresh_mode: append, refresh_append_overlap: 2s}
   - from: file:data
     name: lite
     time_column: ts
@@ -39,7 +43,7 @@ start=$(date +%s%N); tm_refresh -c "$T/tm.yaml" cay >/dev/null; unit=$(( ($(date
 killed=0 committed=0 rolled_back=0
 for trial in $(seq 1 "$trials"); do
   add_file "$trial"
-  for ds in cay lite; do
+  for ds in cay duck lite; do
     before=$(count_of "$ds")
     # A refresh of one new file takes about 2-4 units; kill somewhere inside it.
     delay_ms=$(( RANDOM % (unit * 4 + 20) ))
@@ -58,5 +62,5 @@ for trial in $(seq 1 "$trials"); do
     [[ "$got" == "$want" ]] || fail "trial $trial $ds: acceleration [$got] != source [$want]"
   done
 done
-echo "refresh_kill: $trials trials x 2 engines: $killed killed mid-refresh ($rolled_back rolled back, $committed had committed); every acceleration equal to the source" >&2
+echo "refresh_kill: $trials trials x 3 engines: $killed killed mid-refresh ($rolled_back rolled back, $committed had committed); every acceleration equal to the source" >&2
 echo ok

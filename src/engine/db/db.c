@@ -42,6 +42,7 @@ struct tm_db {
   pthread_mutex_t admin_mu;
   int threads;
   int64_t memory_limit;
+  int64_t lock_wait_ms;         /* >= 0 */
   char **dirs;                  /* owned: absolute folders, each ending in '/' */
   size_t n_dirs;
   attachment *att;              /* owned, under admin_mu */
@@ -201,8 +202,10 @@ static bool alias_taken(const tm_db *db, const char *alias) {
   return false;
 }
 
-int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **alias_out,
-                  tm_error *err) {
+/* One try of tm_db__attach; *locked: another process holds the file. */
+static int attach_once(tm_db *db, const char *path, const char *name_hint, char **alias_out,
+                       bool *locked, tm_error *err) {
+  *locked = false;
   char *abs = NULL;
   if (path) {
     char *dir = tm_path_dirname(path);
@@ -262,11 +265,22 @@ int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **ali
     duckdb_result r;
     if (duckdb_query(db->admin, tm_buf_cstr(&sql), &r) == DuckDBError) {
       const char *msg = duckdb_result_error(&r);
-      if (msg && strstr(msg, "Could not set lock on file"))
+      if (msg && strstr(msg, "Could not set lock on file")) {
+        *locked = true;
+        /* DuckDB names the holder: "Conflicting lock is held in PROGRAM (PID N)". */
+        const char *held = strstr(msg, "held in ");
+        char holder[300] = "another process";
+        if (held) {
+          snprintf(holder, sizeof holder, "%s", held + 8);
+          char *end = strstr(holder, ")");
+          if (end) end[1] = '\0';
+        }
         rc = tm_error_set(err, TM_ECONFLICT,
-                          "%s is held by another process (one process owns an acceleration; "
-                          "ask the running server with --url): %s",
-                          abs, msg);
+                          "%s is held by %s: one process owns an acceleration (SPEC 1.2); "
+                          "query the server that runs on it with --url, or wait for the "
+                          "refresh that holds it to end",
+                          abs, holder);
+      }
       else
         rc = tm_db__result_error(err, &r, abs ? abs : "in-memory database");
     }
@@ -284,6 +298,24 @@ int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **ali
   tm_free(alias);
   tm_free(abs);
   return rc;
+}
+
+int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **alias_out,
+                  tm_error *err) {
+  int64_t start = tm_monotonic_ns() / 1000000, waited = 0;
+  for (;;) {
+    bool locked;
+    int rc = attach_once(db, path, name_hint, alias_out, &locked, err);
+    if (rc != TM_ECONFLICT || !locked) return rc;
+    waited = tm_monotonic_ns() / 1000000 - start;
+    if (waited >= db->lock_wait_ms) break;
+    if (waited == 0 && db->lock_wait_ms > 0)
+      tm_log(TM_LOG_INFO, name_hint, "waiting up to %lld ms for another process to release %s",
+             (long long)db->lock_wait_ms, path);
+    nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+  }
+  if (db->lock_wait_ms > 0) tm_error_prefix(err, "after waiting %lld ms", (long long)waited);
+  return TM_ECONFLICT;
 }
 
 void tm_db__detach(tm_db *db, const char *alias) {
@@ -479,6 +511,7 @@ int tm_db_open(tm_db **out, const tm_db_options *o, tm_error *err) {
   pthread_cond_init(&db->watch_cv, &ca);
   pthread_condattr_destroy(&ca);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  db->lock_wait_ms = o->lock_wait_ms > 0 ? o->lock_wait_ms : o->lock_wait_ms < 0 ? 0 : TM_DB_DEFAULT_LOCK_WAIT_MS;
   db->threads = o->threads > 0 ? o->threads : (cores > 0 ? (int)cores : 1);
   db->memory_limit = o->memory_limit > 0 ? o->memory_limit
                                          : physical_memory() / TM_DB_DEFAULT_MEMORY_FRACTION;

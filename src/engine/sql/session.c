@@ -334,7 +334,8 @@ static int stmt_error(tm_sql_stmt *q, duckdb_result *r, tm_error *err) {
     /* DuckDB's advice (SET memory_limit, ...) does not apply: the limit is the server's. */
     char *cut = strstr(e2.message, " Possible solutions");
     if (cut) *cut = '\0';
-    return tm_error_set(err, TM_ENOMEM, "the query needs more memory than the limit allows (%s)",
+    /* The query passed a configured limit: the client's request, not the process, failed. */
+    return tm_error_set(err, TM_ETOOLARGE, "the query needs more memory than the limit allows (%s)",
                         e2.message);
   }
   tm_error_copy(err, &e2);

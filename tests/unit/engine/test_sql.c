@@ -352,7 +352,7 @@ TM_TEST(sql_d4_gate_refuses_writes_and_files) {
   tm_engine_release(b);
 }
 
-/* Past the time limit: TM_ETIMEOUT; past the memory limit: TM_ENOMEM; the session goes on. */
+/* Past the time limit: TM_ETIMEOUT; past the memory limit: TM_ETOOLARGE; the session goes on. */
 TM_TEST(sql_d4_time_and_memory_limits) {
   tm_error err;
   tm_db_options o;
@@ -384,7 +384,7 @@ TM_TEST(sql_d4_time_and_memory_limits) {
   b = (tm_buf)TM_BUF_INIT(1 << 20);
   TM_ASSERT_RC(tm_sql_query(s, "SELECT string_agg(repeat('x', 1000), '') FROM range(1000000)",
                             TM_OUT_CSV, buf_sink, &b, NULL, &err),
-               TM_ENOMEM);
+               TM_ETOOLARGE);
   TM_ASSERT_CONTAINS(err.message, "more memory than the limit");
   tm_buf_dispose(&b);
   /* The session still answers. */
