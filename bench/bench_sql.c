@@ -17,6 +17,7 @@
 #include "engine/sql.h"
 #include "refresh/accel.h"
 #include "runtime/config/config.h"
+#include "runtime/runtime.h"
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -95,11 +96,14 @@ int main(int argc, char **argv) {
   tm_error err;
   tm_config cfg;
   if (tm_config_load(&cfg, config, &err) != TM_OK) die(config, &err);
+  tm_db *db = NULL;
+  if (tm_runtime_db_open(&cfg, &db, &err) != TM_OK) die("DuckDB", &err);
   tm_sql_catalog *cat = NULL;
-  if (tm_sql_catalog_new(&cat, &err) != TM_OK) die("catalog", &err);
+  if (tm_sql_catalog_new(&cat, db, &err) != TM_OK) die("catalog", &err);
   tm_accel **accels = tm_calloc(cfg.n_datasets, sizeof *accels);
   tm_accel_options ao;
   tm_accel_options_init(&ao);
+  ao.db = db;
   ao.base_dir = cfg.dir;
   for (size_t i = 0; i < cfg.n_datasets; i++) {
     if (tm_accel_new(&accels[i], &cfg.datasets[i], &ao, &err) != TM_OK) die("open", &err);
@@ -143,6 +147,7 @@ int main(int argc, char **argv) {
   tm_sql_catalog_free(cat);
   for (size_t i = 0; i < cfg.n_datasets; i++) tm_accel_free(accels[i]);
   tm_free(accels);
+  tm_db_release(db);
   tm_config_dispose(&cfg);
   return 0;
 }

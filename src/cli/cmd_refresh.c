@@ -21,6 +21,9 @@
 #include "util/log.h"
 #include "util/time.h"
 
+/* DuckDB's memory limit of `tidemark refresh` when the config sets none. */
+#define TM_CLI_REFRESH_MEMORY_LIMIT ((int64_t)128 << 20)
+
 static const tm_cli_opt k_opts[] = {
     {"config", 'c', "FILE", "config file (default: tidemark.yaml or spicepod.yaml)"},
     {"full", 0, NULL, "a full refresh instead of the configured mode"},
@@ -79,6 +82,13 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     tm_config_dispose(&cfg);
     return code;
   }
+  /*
+   * This process serves no query: DuckDB's buffer pool would only cache the
+   * blocks the refresh writes, growing with the data. A small default keeps
+   * the refresh's memory bounded (DuckDB spills past it); a configured
+   * runtime.query.memory_limit is kept (docs/RUNTIME.md).
+   */
+  if (cfg.query_memory_limit == 0) cfg.query_memory_limit = TM_CLI_REFRESH_MEMORY_LIMIT;
   tm_db *db = NULL;
   tm_error dberr;
   tm_error_init(&dberr);

@@ -226,23 +226,37 @@ duckdb_value tm_duck_value(const tm_type *t, const tm_value *v);
 
 /**
  * Writes rows [from, from + n) of column c (of type t) into vector v, rows
- * 0..n-1. v has t's DuckDB type; n <= duckdb_vector_size().
+ * at..at+n-1 (the rows before at are kept). v has t's DuckDB type;
+ * at + n <= duckdb_vector_size().
  */
-int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx_t n,
+int tm_duck_vector_write(duckdb_vector v, idx_t at, const tm_colview *c, int64_t from, idx_t n,
                          tm_error *err) TM_WARN_UNUSED;
 /** Appends n rows of vector v (of t's DuckDB type) to cb (of type t). */
 int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *err)
     TM_WARN_UNUSED;
-/**
- * Appends every row of b to app, whose columns are b's columns then
- * n_extra more that fill_extra writes (keyed staging: arrival numbers); chunk
- * is scratch of the appender's types, reset by the call.
+/*
+ * An appender that hands DuckDB whole vectors: rows wait in chunk until it
+ * holds duckdb_vector_size() of them (see vector.c for why).
  */
-typedef int (*tm_duck_extra_fn)(duckdb_data_chunk chunk, idx_t first_col, idx_t n_rows,
+typedef struct tm_duck_appender {
+  duckdb_appender app;     /* borrowed */
+  duckdb_data_chunk chunk; /* borrowed scratch, of the appender's column types */
+  idx_t fill;              /* rows waiting in chunk */
+} tm_duck_appender;
+
+void tm_duck_appender_init(tm_duck_appender *a, duckdb_appender app, duckdb_data_chunk chunk);
+/**
+ * Appends every row of b, whose columns are the appender's first columns;
+ * n_extra more that fill_extra writes (keyed staging: arrival numbers), rows
+ * at..at+n-1 of the chunk. On failure the rows of b not yet handed to DuckDB
+ * are dropped (the rows of earlier calls still wait).
+ */
+typedef int (*tm_duck_extra_fn)(duckdb_data_chunk chunk, idx_t first_col, idx_t at, idx_t n_rows,
                                 void *payload, tm_error *err);
-int tm_duck_append_batch(duckdb_appender app, duckdb_data_chunk chunk, const tm_batch *b,
-                         tm_duck_extra_fn fill_extra, void *payload, tm_error *err)
-    TM_WARN_UNUSED;
+int tm_duck_append_batch(tm_duck_appender *a, const tm_batch *b, tm_duck_extra_fn fill_extra,
+                         void *payload, tm_error *err) TM_WARN_UNUSED;
+/** Hands the waiting rows to DuckDB and flushes the appender (before a statement reads the table). */
+int tm_duck_appender_flush(tm_duck_appender *a, tm_error *err) TM_WARN_UNUSED;
 
 /*
  * A streaming query result read as tm_batches of a known schema: each batch

@@ -353,7 +353,7 @@ static void scan_fn(duckdb_function_info info, duckdb_data_chunk output) {
       continue;
     }
     tm_colview cv = tm_batch_col(&s->batch, (size_t)s->out_col[i]);
-    rc = tm_duck_vector_write(v, &cv, s->pos, n, &err);
+    rc = tm_duck_vector_write(v, 0, &cv, s->pos, n, &err);
     if (rc < 0)
       tm_error_prefix(&err, "%s", s->bind->schema.cols[s->cols[s->out_col[i]]].name);
   }

@@ -42,35 +42,42 @@ static int64_t ts_factor(const tm_type *t) {
   return t->unit == TM_UNIT_SECOND ? 1000000 : t->unit == TM_UNIT_MILLI ? 1000 : 1;
 }
 
-int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx_t n,
+int tm_duck_vector_write(duckdb_vector v, idx_t at, const tm_colview *c, int64_t from, idx_t n,
                          tm_error *err) {
   const tm_type *t = &c->type;
   void *dst = duckdb_vector_get_data(v);
-  if (c->validity && c->null_count != 0) {
+  bool nulls = c->validity && c->null_count != 0;
+  uint64_t *mask = duckdb_vector_get_validity(v); /* NULL: every row valid so far */
+  if (nulls && !mask) {
     duckdb_vector_ensure_validity_writable(v);
-    uint64_t *mask = duckdb_vector_get_validity(v);
-    if ((from & 7) == 0) {
-      memcpy(mask, c->validity + from / 8, (n + 7) / 8);
-    } else {
-      for (idx_t i = 0; i < n; i++)
-        duckdb_validity_set_row_validity(mask, i, tm_bit_get(c->validity, from + (int64_t)i));
+    mask = duckdb_vector_get_validity(v);
+  }
+  if (mask) {
+    /* Whole bytes at once when both sides are byte-aligned; the tail row by row. */
+    idx_t done = 0;
+    if (nulls && (from & 7) == 0 && (at & 7) == 0) {
+      done = n & ~(idx_t)7;
+      memcpy((uint8_t *)mask + at / 8, c->validity + from / 8, done / 8);
     }
+    for (idx_t i = done; i < n; i++)
+      duckdb_validity_set_row_validity(mask, at + i,
+                                       !nulls || tm_bit_get(c->validity, from + (int64_t)i));
   }
   size_t w = tm_type_byte_width(t);
   switch (t->id) {
     case TM_TYPE_BOOL: {
-      bool *out = dst;
+      bool *out = (bool *)dst + at;
       for (idx_t i = 0; i < n; i++) out[i] = tm_bit_get(c->values, from + (int64_t)i);
       return TM_OK;
     }
     case TM_TYPE_TIMESTAMP: {
       int64_t per = ts_factor(t);
       const int64_t *in = (const int64_t *)c->values + from;
+      int64_t *out = (int64_t *)dst + at;
       if (per == 1) {
-        memcpy(dst, in, n * sizeof *in);
+        memcpy(out, in, n * sizeof *in);
         return TM_OK;
       }
-      int64_t *out = dst;
       for (idx_t i = 0; i < n; i++) {
         if (__builtin_mul_overflow(in[i], per, &out[i]) && !tm_colview_is_null(c, from + (int64_t)i))
           return tm_error_set(err, TM_EINVALID,
@@ -84,12 +91,13 @@ int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx
       int nb = decimal_bytes(t->precision);
       for (idx_t i = 0; i < n; i++) {
         const uint8_t *d = in + i * 16;
+        idx_t k = at + i;
         switch (nb) {
-          case 2: ((int16_t *)dst)[i] = (int16_t)dec_low64(d); break;
-          case 4: ((int32_t *)dst)[i] = (int32_t)dec_low64(d); break;
-          case 8: ((int64_t *)dst)[i] = dec_low64(d); break;
+          case 2: ((int16_t *)dst)[k] = (int16_t)dec_low64(d); break;
+          case 4: ((int32_t *)dst)[k] = (int32_t)dec_low64(d); break;
+          case 8: ((int64_t *)dst)[k] = dec_low64(d); break;
           default: {
-            duckdb_hugeint *h = &((duckdb_hugeint *)dst)[i];
+            duckdb_hugeint *h = &((duckdb_hugeint *)dst)[k];
             uint64_t hi;
             memcpy(&h->lower, d, 8);
             memcpy(&hi, d + 8, 8);
@@ -112,7 +120,7 @@ int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx
           uint64_t hi = 0, lo = 0;
           for (int k = 0; k < 8; k++) hi = (hi << 8) | b[k];
           for (int k = 8; k < 16; k++) lo = (lo << 8) | b[k];
-          duckdb_hugeint *h = &((duckdb_hugeint *)dst)[i];
+          duckdb_hugeint *h = &((duckdb_hugeint *)dst)[at + i];
           h->lower = lo;
           h->upper = (int64_t)(hi ^ UUID_FLIP);
           continue;
@@ -121,13 +129,13 @@ int tm_duck_vector_write(duckdb_vector v, const tm_colview *c, int64_t from, idx
         if (t->id == TM_TYPE_UTF8 && !tm_utf8_valid(s.ptr, s.len, &bad))
           return tm_error_set(err, TM_ECORRUPT,
                               "a text value is not valid UTF-8 (byte %zu of %zu)", bad, s.len);
-        duckdb_vector_assign_string_element_len(v, i, s.ptr, s.len);
+        duckdb_vector_assign_string_element_len(v, at + i, s.ptr, s.len);
       }
       return TM_OK;
     }
     default:
       if (w == 0) return tm_error_set(err, TM_EUNSUPPORTED, "a column type DuckDB cannot take");
-      memcpy(dst, (const char *)c->values + (size_t)from * w, n * w);
+      memcpy((char *)dst + (size_t)at * w, (const char *)c->values + (size_t)from * w, n * w);
       return TM_OK;
   }
 }
@@ -205,32 +213,65 @@ int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *e
   return TM_OK;
 }
 
-int tm_duck_append_batch(duckdb_appender app, duckdb_data_chunk chunk, const tm_batch *b,
-                         tm_duck_extra_fn fill_extra, void *payload, tm_error *err) {
+/*
+ * Rows go to DuckDB in whole vectors (duckdb_vector_size() rows): a chunk is
+ * appended only once full, so that every vector of the transaction's row
+ * groups is written by one append. DuckDB keeps per-row version information
+ * (16 bytes a row, until the commit) for a vector that several appends share;
+ * batches whose sizes are not multiples of the vector size (a Parquet file's
+ * last row group) would otherwise misalign every later vector.
+ */
+void tm_duck_appender_init(tm_duck_appender *a, duckdb_appender app, duckdb_data_chunk chunk) {
+  a->app = app;
+  a->chunk = chunk;
+  a->fill = 0;
+  duckdb_data_chunk_reset(chunk);
+}
+
+static int append_chunk(tm_duck_appender *a, tm_error *err) {
+  duckdb_data_chunk_set_size(a->chunk, a->fill);
+  int rc = TM_OK;
+  if (duckdb_append_data_chunk(a->app, a->chunk) == DuckDBError) {
+    const char *msg = duckdb_appender_error(a->app);
+    rc = tm_error_set(err, TM_ERROR, "DuckDB append: %s", msg ? msg : "failed");
+  }
+  duckdb_data_chunk_reset(a->chunk);
+  a->fill = 0;
+  return rc;
+}
+
+int tm_duck_appender_flush(tm_duck_appender *a, tm_error *err) {
+  if (a->fill) TM_TRY(append_chunk(a, err));
+  if (duckdb_appender_flush(a->app) == DuckDBError) {
+    const char *msg = duckdb_appender_error(a->app);
+    return tm_error_set(err, TM_ERROR, "DuckDB append: %s", msg ? msg : "failed");
+  }
+  return TM_OK;
+}
+
+int tm_duck_append_batch(tm_duck_appender *a, const tm_batch *b, tm_duck_extra_fn fill_extra,
+                         void *payload, tm_error *err) {
   idx_t step = duckdb_vector_size();
   size_t n_cols = b->schema.n_cols;
   tm_colview *views = tm_calloc(n_cols ? n_cols : 1, sizeof *views);
   if (!views) return tm_error_nomem(err);
   for (size_t c = 0; c < n_cols; c++) views[c] = tm_batch_col(b, c);
   int rc = TM_OK;
-  for (int64_t from = 0; rc == TM_OK && from < b->n_rows; from += (int64_t)step) {
-    idx_t n = (idx_t)(b->n_rows - from) < step ? (idx_t)(b->n_rows - from) : step;
-    duckdb_data_chunk_reset(chunk);
+  for (int64_t from = 0; rc == TM_OK && from < b->n_rows;) {
+    idx_t room = step - a->fill;
+    idx_t n = (idx_t)(b->n_rows - from) < room ? (idx_t)(b->n_rows - from) : room;
     for (size_t c = 0; rc == TM_OK && c < n_cols; c++) {
-      rc = tm_duck_vector_write(duckdb_data_chunk_get_vector(chunk, c), &views[c], from, n, err);
+      rc = tm_duck_vector_write(duckdb_data_chunk_get_vector(a->chunk, c), a->fill, &views[c], from,
+                                n, err);
       if (rc < 0) tm_error_prefix(err, "column '%s', rows %lld-%lld", b->schema.cols[c].name,
                                   (long long)from, (long long)(from + (int64_t)n - 1));
     }
-    if (rc == TM_OK && fill_extra) rc = fill_extra(chunk, n_cols, n, payload, err);
-    if (rc == TM_OK) {
-      duckdb_data_chunk_set_size(chunk, n);
-      if (duckdb_append_data_chunk(app, chunk) == DuckDBError) {
-        const char *msg = duckdb_appender_error(app);
-        rc = tm_error_set(err, TM_ERROR, "DuckDB append: %s", msg ? msg : "failed");
-      }
-    }
+    if (rc == TM_OK && fill_extra) rc = fill_extra(a->chunk, n_cols, a->fill, n, payload, err);
+    if (rc < 0) break; /* rows from a->fill on are not counted: the next write overwrites them */
+    a->fill += n;
+    from += (int64_t)n;
+    if (a->fill == step) rc = append_chunk(a, err);
   }
-  duckdb_data_chunk_reset(chunk);
   tm_free(views);
   return rc;
 }

@@ -39,6 +39,7 @@ typedef struct duck_txn {
   tm_engine_txn base;
   duckdb_appender app;     /* onto the target (unkeyed) or the stage (keyed) */
   duckdb_data_chunk chunk; /* scratch of the appender's column types */
+  tm_duck_appender out;    /* app and chunk: rows handed to DuckDB in whole vectors */
   const char *target;      /* TM_DUCK_ROWS, or TM_DUCK_NEW for a replacement */
   bool replace;
   bool keyed;
@@ -122,6 +123,7 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
                       duckdb_appender_error(t->app));
   }
   if (rc == TM_OK) rc = make_chunk(t, err);
+  if (rc == TM_OK) tm_duck_appender_init(&t->out, t->app, t->chunk);
   tm_buf_dispose(&sql);
   if (rc < 0) {
     txn_free(t, began);
@@ -131,27 +133,26 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
   return TM_OK;
 }
 
-static int fill_seq(duckdb_data_chunk chunk, idx_t first_col, idx_t n, void *payload, tm_error *err) {
+static int fill_seq(duckdb_data_chunk chunk, idx_t first_col, idx_t at, idx_t n, void *payload,
+                    tm_error *err) {
   (void)err;
   duck_txn *t = payload;
   int64_t *seq = duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, first_col));
-  for (idx_t i = 0; i < n; i++) seq[i] = ++t->seq;
+  for (idx_t i = 0; i < n; i++) seq[at + i] = ++t->seq;
   return TM_OK;
 }
 
 int tm_duck__write(tm_engine_txn *base, const tm_batch *b, tm_error *err) {
   duck_txn *t = (duck_txn *)base;
-  int rc = tm_duck_append_batch(t->app, t->chunk, b, t->keyed ? fill_seq : NULL, t, err);
+  int rc = tm_duck_append_batch(&t->out, b, t->keyed ? fill_seq : NULL, t, err);
   if (rc < 0) return tm_error_prefix(err, "%s", base->engine->cfg.dataset);
   t->appended += b->n_rows;
   return TM_OK;
 }
 
 static int flush(duck_txn *t, tm_error *err) {
-  if (duckdb_appender_flush(t->app) == DuckDBError)
-    return tm_error_set(err, TM_ERROR, "%s: %s", t->base.engine->cfg.dataset,
-                        duckdb_appender_error(t->app));
-  return TM_OK;
+  int rc = tm_duck_appender_flush(&t->out, err);
+  return rc < 0 ? tm_error_prefix(err, "%s", t->base.engine->cfg.dataset) : TM_OK;
 }
 
 /* DELETE FROM table (aliased as the dataset) WHERE (cond), as one checked statement. */
@@ -525,8 +526,8 @@ int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_in
   duck_txn *t = (duck_txn *)base;
   tm_duck_engine *e = eng(t);
   tm_buf sql = TM_BUF_INIT(1 << 16);
-  int rc = TM_OK;
-  if (duckdb_appender_close(t->app) == DuckDBError)
+  int rc = flush(t, err);
+  if (rc == TM_OK && duckdb_appender_close(t->app) == DuckDBError)
     rc = tm_error_set(err, TM_ERROR, "%s: %s", base->engine->cfg.dataset, duckdb_appender_error(t->app));
   if (rc == TM_OK && t->keyed) rc = resolve(t, info, err);
   else if (rc == TM_OK) info->rows_written = t->appended;

@@ -462,12 +462,30 @@ TM_TEST(engine_every_type_round_trips_with_nulls) {
     snprintf(name, sizeof name, "types-%s%s", tm_engine_kind_name(c->kind),
              c->kind == TM_ENGINE_SQLITE ? ".db" : c->kind == TM_ENGINE_DUCKDB ? ".duckdb" : "");
     if (c->mode == TM_ENGINE_FILE) o.path = tm_test_path(name);
-    tm_batch_builder bb;
-    TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
-    for (int r = 0; r < 11; r++) append_all_types_row(&bb, r);
+    /*
+     * Written in pieces of sizes that are not multiples of DuckDB's vector
+     * (2048 rows), so that rows, NULLs and strings of one vector come from
+     * several batches: the first 11 rows (the edge values), then the same
+     * values again without the 1 MB string.
+     */
+    static const int k_pieces[] = {11, 1, 2047, 2049, 7, 899};
+    enum { N_PIECES = sizeof k_pieces / sizeof k_pieces[0] };
+    tm_batch pieces[N_PIECES];
+    tm_batch_builder bb, wb;
+    TM_ASSERT_OK(tm_batch_builder_init(&wb, &s, &err), &err);
+    for (int p = 0, r = 0; p < N_PIECES; p++) {
+      TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+      for (int k = 0; k < k_pieces[p]; k++, r++) {
+        int code = r < 11 ? r : r % 11 == 7 ? 8 : r % 11;
+        append_all_types_row(&bb, code);
+        append_all_types_row(&wb, code);
+      }
+      TM_ASSERT_OK(tm_batch_builder_finish(&bb, &pieces[p], &err), &err);
+      tm_batch_builder_dispose(&bb);
+    }
     tm_batch want;
-    TM_ASSERT_OK(tm_batch_builder_finish(&bb, &want, &err), &err);
-    tm_batch_builder_dispose(&bb);
+    TM_ASSERT_OK(tm_batch_builder_finish(&wb, &want, &err), &err);
+    tm_batch_builder_dispose(&wb);
 
     for (int reopen = 0; reopen < (c->mode == TM_ENGINE_FILE ? 2 : 1); reopen++) {
       tm_engine *e;
@@ -476,7 +494,7 @@ TM_TEST(engine_every_type_round_trips_with_nulls) {
       if (!reopen) {
         tm_engine_txn *t;
         TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
-        TM_ASSERT_OK(tm_engine_txn_write(t, &want, &err), &err);
+        for (int p = 0; p < N_PIECES; p++) TM_ASSERT_OK(tm_engine_txn_write(t, &pieces[p], &err), &err);
         TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
       }
       tm_engine_scan *sc;
@@ -502,6 +520,7 @@ TM_TEST(engine_every_type_round_trips_with_nulls) {
       tm_engine_release(e);
     }
     tm_batch_release(&want);
+    for (int p = 0; p < N_PIECES; p++) tm_batch_release(&pieces[p]);
     tm_schema_dispose(&s);
   }
 }
