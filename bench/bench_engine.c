@@ -19,7 +19,7 @@
  *
  * Output: human-readable lines, and "RESULT <engine> <metric> <value>" lines.
  * Usage: bench_engine [--rows N] [--dir DIR] [--threads N]
- *                     [--engines cayenne,duckdb,arrow,sqlite,cayenne-keyed] [--no-queries]
+ *                     [--engines cayenne,duckdb-file,arrow,sqlite,cayenne-keyed] [--no-queries]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,7 +260,7 @@ static void run_engine(const engine_run *er, const tm_batch *batches, size_t n_b
 int main(int argc, char **argv) {
   int64_t rows = 10000000;
   const char *dir = "build/bench-data/engine";
-  const char *engines = "cayenne,duckdb,arrow,sqlite,cayenne-keyed";
+  const char *engines = "cayenne,duckdb-file,arrow,sqlite,cayenne-keyed";
   int64_t threads = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
@@ -301,7 +301,7 @@ int main(int argc, char **argv) {
   printf("generated %lld rows in %zu batches (%.1f s)\n", (long long)rows, n_batches, seconds_since(g0));
   printf("RESULT data rows %lld\n", (long long)rows);
   static const engine_run runs[] = {{"cayenne", TM_ENGINE_CAYENNE, false},
-                                    {"duckdb", TM_ENGINE_DUCKDB, false},
+                                    {"duckdb-file", TM_ENGINE_DUCKDB, false},
                                     {"arrow", TM_ENGINE_ARROW, false},
                                     {"sqlite", TM_ENGINE_SQLITE, false},
                                     {"cayenne-keyed", TM_ENGINE_CAYENNE, true}};

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Engine benchmark (issue 5): the 10M-row events data in each engine, next to
-# DuckDB (node @duckdb/node-api, threads=1) on the same data.
-#   ingest rows/s from in-memory batches into cayenne, arrow, sqlite (and cayenne
-#     keyed by id), up to a durable commit; target cayenne >= 5M rows/s;
-#   count(*), sum(amount) GROUP BY kind, a 1% time range, a point lookup by id,
-#     each engine's time over DuckDB's (ratio > 1: slower than DuckDB);
-#   the share of cayenne segments the time range reads (target <= 5%);
-#   max(ts) from cayenne's zone maps (target < 1 ms).
+# Engine benchmark (issues 5, 15): the 10M-row events data in each engine, next
+# to DuckDB (the release tidemark links, as many threads) on the same data.
+#   ingest rows/s from in-memory batches into cayenne, duckdb, arrow, sqlite
+#     (and cayenne keyed by id, A8), up to a durable commit;
+#   count(*), sum(amount) GROUP BY kind, a 1% time range, a point lookup by id
+#     through the SQL layer in process, each engine's time over DuckDB's
+#     (ratio > 1: slower than DuckDB); over HTTP: bench/query.sh;
+#   max(ts), the high-water mark every refresh reads (target < 1 ms).
 # BENCH_ENGINE_ROWS changes the row count; the data is generated in memory by
 # both sides from one formula (see bench_engine.c). The engines' files go to
 # $BENCH_DATA/engine.
@@ -20,11 +20,11 @@ mkdir -p "$data/engine"
 out=$(mktemp "${TMPDIR:-/tmp}/tm-bench-engine-XXXXXX")
 trap 'rm -f "$out" "$out.duck"; rm -rf "$data/engine"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin" --rows "$rows" --dir "$data/engine" | tee "$out" | grep -v '^RESULT\|^CHECK'
+"$bin" --rows "$rows" --dir "$data/engine" --threads "$(nproc)" | tee "$out" | grep -v '^RESULT\|^CHECK'
 bounds=$(awk '$1 == "RESULT" && $3 == "range_bounds" {print $4; exit}' "$out")
 lo=${bounds%%|*}
 hi=${bounds##*|}
-TM_SOURCE_DIR=$root node "$root/bench/engine_duckdb.mjs" "$rows" "${lo/T/ }" "${hi/T/ }" | tee "$out.duck" | grep -v '^RESULT\|^CHECK'
+TM_SOURCE_DIR=$root node "$root/bench/engine_duckdb.mjs" "$rows" "${lo/T/ }" "${hi/T/ }" "$(nproc)" | tee "$out.duck" | grep -v '^RESULT\|^CHECK'
 cat "$out.duck" >> "$out"
 
 # The answers must agree (DuckDB prints no header quoting: compare the rows only).
@@ -52,11 +52,10 @@ awk '
       }
       print line
     }
-    pct = v["cayenne", "range_segments_pct"]; us = v["cayenne", "max_ts_us"]
+    us = v["cayenne", "max_ts_us"]
     cay = v["cayenne", "ingest_rows_per_s"] / 1e6
-    printf "\ncayenne ingest: %.2f M rows/s (target >= 5; CPU %.2f s for %d rows)\n", cay, v["cayenne", "ingest_cpu_s"], v["data", "rows"]
-    printf "cayenne 1%% time range reads %.1f%% of the segments (target <= 5%%)\n", pct
-    printf "cayenne max(ts) from zone maps: %.2f us (target < 1000 us)\n", us
+    printf "\ncayenne ingest: %.2f M rows/s (CPU %.2f s for %d rows)\n", cay, v["cayenne", "ingest_cpu_s"], v["data", "rows"]
+    printf "cayenne max(ts): %.2f us (target < 1000 us)\n", us
     printf "(duckdb ingest is CREATE TABLE AS over range(), for reference only)\n"
-    if (pct > 5 || us >= 1000) exit 1
+    if (us >= 1000) exit 1
   }' "$out"

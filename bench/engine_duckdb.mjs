@@ -1,17 +1,17 @@
 // DuckDB's side of bench/engine.sh: the same events data, built in memory with
 // DuckDB SQL from the formula bench_engine.c uses, then the same four queries
-// (best of several runs, threads=1). Prints "RESULT duckdb <metric> <value>"
+// (best of several runs, THREADS threads). Prints "RESULT duckdb <metric> <value>"
 // and "CHECK duckdb <query> <rows>" lines like bench_engine.
-// Usage: node engine_duckdb.mjs ROWS RANGE_LO RANGE_HI
+// Usage: node engine_duckdb.mjs ROWS RANGE_LO RANGE_HI [THREADS]
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const root = process.env.TM_SOURCE_DIR || path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const require = createRequire(path.join(root, 'tests/node/package.json'));
-const { DuckDBInstance } = require('@duckdb/node-api');
+const { DuckDBInstance } = require('duckdb-lts'); // the DuckDB release tidemark links
 
 const [rows, lo, hi] = [BigInt(process.argv[2] || '10000000'), process.argv[3], process.argv[4]];
-const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+const db = await DuckDBInstance.create(':memory:', { threads: process.argv[5] || '1' });
 const con = await db.connect();
 
 let t0 = performance.now();

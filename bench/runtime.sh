@@ -4,7 +4,7 @@
 # (bench_sql: the SQL layer without HTTP, 1 thread and as many threads as the
 # server's HTTP pool; and `tidemark sql -c`, one process per query, timed by
 # hyperfine). For the sqlite engine (primary-key index)
-# and cayenne (zone maps on a sorted id). Run by `make bench` (scripts/bench).
+# and cayenne (DuckDB storage: row-group min/max on a sorted id). Run by `make bench` (scripts/bench).
 # BENCH_RUNTIME_ROWS (default 1000000) and BENCH_SECONDS (default 10) change
 # the size and the duration.
 set -euo pipefail

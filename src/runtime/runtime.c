@@ -6,10 +6,12 @@
 #include "runtime/runtime.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -171,11 +173,63 @@ static char *dup_or_null(const char *s, bool *oom) {
   return d;
 }
 
+/*
+ * <data folder>/server.lock: a `tidemark run` holds an exclusive flock on it
+ * for its whole life, so a second server on the same config refuses to start
+ * and a client can tell a live owner from a server file left by a crash
+ * (the kernel drops the lock with the process, whatever killed it).
+ */
+static char *lock_file(const tm_config *cfg) {
+  return tm_path_join(cfg->data_dir, TM_RUNTIME_LOCK_FILE);
+}
+
+static int take_server_lock(tm_runtime *rt, tm_error *err) {
+  char *path = lock_file(rt->cfg);
+  if (!path) return tm_error_nomem(err);
+  int rc = tm_mkdir_p(rt->cfg->data_dir, err);
+  int fd = rc == TM_OK ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+  if (rc == TM_OK && fd < 0)
+    rc = tm_error_set(err, TM_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (rc == TM_OK && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char *url = NULL;
+    int64_t pid = 0;
+    tm_error e2;
+    tm_error_init(&e2);
+    if (errno == EWOULDBLOCK && tm_runtime_owner(rt->cfg, &url, &pid, &e2) == TM_OK)
+      rc = tm_error_set(err, TM_ECONFLICT,
+                        "another tidemark run (pid %lld, %s) owns the accelerations in %s: "
+                        "stop it first, or query it",
+                        (long long)pid, url, rt->cfg->data_dir);
+    else if (errno == EWOULDBLOCK)
+      rc = tm_error_set(err, TM_ECONFLICT, "another tidemark run owns the accelerations in %s (%s is locked)",
+                        rt->cfg->data_dir, path);
+    else
+      rc = tm_error_set(err, TM_EIO, "%s: cannot lock: %s", path, strerror(errno));
+    tm_free(url);
+  }
+  if (rc == TM_OK) rt->lock_fd = fd;
+  else if (fd >= 0) close(fd);
+  tm_free(path);
+  return rc;
+}
+
+/* Whether a live server holds the lock (a shared try-lock fails). */
+static bool server_lock_held(const tm_config *cfg) {
+  char *path = lock_file(cfg);
+  int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  tm_free(path);
+  if (fd < 0) return false;
+  bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd); /* drops our shared lock, if we took it */
+  return held;
+}
+
 int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_options *opts,
                    tm_error *err) {
   tm_runtime *rt = tm_calloc(1, sizeof *rt);
   if (!rt) return tm_error_nomem(err);
   rt->cfg = cfg;
+  rt->lock_fd = -1;
   if (opts) rt->opts = *opts;
   else tm_runtime_options_init(&rt->opts);
   pthread_mutex_init(&rt->mu, NULL);
@@ -213,6 +267,7 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
     rc = tm_http_parse_addr(rt->metrics_addr, &ss, &len, &lb, err);
   if (rc == TM_OK && !(rt->metrics = tm_metrics_new())) rc = tm_error_nomem(err);
   if (rc == TM_OK) rc = register_metrics(rt, err);
+  if (rc == TM_OK) rc = take_server_lock(rt, err);
   if (rc == TM_OK) rc = tm_runtime_db_open(cfg, &rt->db, err);
   if (rc == TM_OK)
     tm_log(TM_LOG_INFO, NULL, "DuckDB %s: %d threads, memory limit %lld MB", tm_db_version(),
@@ -308,7 +363,7 @@ int tm_runtime_owner(const tm_config *cfg, char **url_out, int64_t *pid_out, tm_
     json_t *pid = json_object_get(j, "pid");
     if (!url || !json_is_integer(pid) || json_integer_value(pid) <= 0)
       rc = tm_error_set(err, TM_ENOTFOUND, "%s: not a server file", path);
-    else if (kill((pid_t)json_integer_value(pid), 0) != 0 && errno == ESRCH)
+    else if ((kill((pid_t)json_integer_value(pid), 0) != 0 && errno == ESRCH) || !server_lock_held(cfg))
       rc = tm_error_set(err, TM_ENOTFOUND, "%s: the server (pid %lld) is gone", path,
                         (long long)json_integer_value(pid));
     else if (!(*url_out = tm_strdup(url))) rc = tm_error_nomem(err);
@@ -415,6 +470,7 @@ void tm_runtime_free(tm_runtime *rt) {
   tm_free(rt->http_addr);
   tm_free(rt->metrics_addr);
   tm_free(rt->api_key);
+  if (rt->lock_fd >= 0) close(rt->lock_fd); /* last: the files are free from here */
   pthread_cond_destroy(&rt->cv);
   pthread_mutex_destroy(&rt->mu);
   pthread_mutex_destroy(&rt->pool_mu);

@@ -110,6 +110,7 @@ int tm_runtime_db_open(const tm_config *cfg, tm_db **out, tm_error *err) TM_WARN
  * config ask it instead of opening the files (SPEC 1.2).
  */
 #define TM_RUNTIME_SERVER_FILE "server.json"
+#define TM_RUNTIME_LOCK_FILE "server.lock" /* held (flock) by the running server */
 
 /**
  * The URL of the live runtime that owns cfg's data folder: its server file

@@ -65,6 +65,7 @@ struct tm_runtime {
   int n_workers;                /* started workers */
   bool started, stopping, stopped;
   bool wrote_server_file;       /* <data dir>/server.json is ours */
+  int lock_fd;                  /* <data dir>/server.lock, flocked; -1 when not taken */
   bool fatal;                   /* DuckDB stopped for good (under mu) */
   char fatal_why[512];
   volatile int cancel;          /* set at shutdown: refreshes in flight roll back */

@@ -5,7 +5,8 @@
 # ask it (they answer even for a memory-mode dataset, which lives only in the
 # server); once it stops they open the files themselves; a `tidemark sql`
 # beside a `tidemark refresh` waits for it; and when a server holds the files
-# but does not answer, the error says who holds them.
+# but does not answer, the error says who holds them; a second server on the
+# config refuses to start (server.lock), and a stale server file is ignored.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/runtime_lib.sh"
 cd "$T"
@@ -29,6 +30,14 @@ wait_until 30 is_ready || fail "not ready"
 [[ -f .tidemark/data/server.json ]] || fail "no server file"
 assert_eq "$(jq -r .url .tidemark/data/server.json)" "$BASE" "server file url"
 assert_eq "$(jq -r .pid .tidemark/data/server.json)" "$SERVER_PID" "server file pid"
+
+# A second server on the same config refuses to start, naming the first.
+set +e
+tm run -c tidemark.yaml --http 127.0.0.1:0 --metrics off >/dev/null 2>err2; rc=$?
+set -e
+assert_eq "$rc" 1 "a second tidemark run"
+assert_contains "$(cat err2)" "another tidemark run (pid $SERVER_PID, $BASE) owns the accelerations"
+assert_eq "$(jq -r .pid .tidemark/data/server.json)" "$SERVER_PID" "the server file is still the first server's"
 
 # The server answers for the CLI: the memory-mode dataset proves it.
 assert_eq "$(tm_sql tidemark.yaml "SELECT count(*) FROM events")" 10 "sql via the server"
@@ -67,6 +76,9 @@ assert_contains "$out" "events" "status without a server"
 # A stale server file (its process is gone) is ignored.
 echo '{"pid": 999999, "url": "http://127.0.0.1:1"}' > .tidemark/data/server.json
 assert_eq "$(tm_sql tidemark.yaml "SELECT count(*) FROM events")" 15 "sql with a stale server file"
+# ... also when its pid now belongs to another process: no server holds the lock.
+echo "{\"pid\": $$, \"url\": \"http://127.0.0.1:1\"}" > .tidemark/data/server.json
+assert_eq "$(tm_sql tidemark.yaml "SELECT count(*) FROM events")" 15 "sql with a server file naming a live non-server pid"
 
 # Beside a `tidemark refresh` that holds the file, a query waits for it and sees its rows.
 rm -f .tidemark/data/server.json

@@ -4,7 +4,7 @@
 //   node bench-refresh.mjs append DB OVERLAP_S FILE... rows above max(ts) - overlap, de-duplicated
 //                                                      exactly against the stored rows of that window
 // Prints "seconds=S rows=N" (rows inserted).
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance } from 'duckdb-lts'; // the DuckDB release tidemark links
 
 const [mode, db, ...rest] = process.argv.slice(2);
 const inst = await DuckDBInstance.create(db, { threads: '1' });
