@@ -608,6 +608,11 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
       for (size_t i = 0; i < n_cols; i++) tm_free(cols[i]);
       tm_free(cols);
     }
+    /* SPEC A8: cayenne's rule is the newest time_column per key, whatever on_conflict says. */
+    if (rc == TM_OK && a->engine == TM_ENGINE_CAYENNE)
+      rc = warn(c, oc,
+                "has no effect on engine cayenne, which keeps the newest row per key by "
+                "time_column (SPEC A8); on_conflict applies to duckdb, arrow and sqlite");
     path_pop(c, old);
     TM_TRY(rc);
   }

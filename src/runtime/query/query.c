@@ -3,11 +3,11 @@
  * JSON, CSV or a text table, streamed when large (runtime layer; SPEC 1.3,
  * C5, D4).
  *
- * The body is the SQL text. The statement runs in a SQL session taken from a
- * pool (one SQLite connection each; engine/sql.h), which pins one published
- * snapshot per dataset for the statement's life, so the answer is one
- * consistent state even while refreshes commit (C5); the session's
- * authorizer refuses writes (D4) and its timeout bounds the statement.
+ * The body is the SQL text (DuckDB's dialect). The statement runs in a SQL
+ * session taken from a pool (one DuckDB connection each; engine/sql.h), as
+ * one DuckDB transaction, so the answer is one consistent state even while
+ * refreshes commit (C5); the gate refuses writes and file access (D4), the
+ * session's time limit and DuckDB's memory limit bound the statement.
  *
  * Rows are rendered by a tm_out writer into a pending buffer. If the whole
  * result fits in the first FIRST_CHUNK bytes it is sent with a length (and an
