@@ -189,8 +189,9 @@ static int sqlite_check(const char *path, tm_error *err) {
 
 /*
  * A DuckDB database file starts with a checksum (8 bytes) and the magic
- * "DUCK"; anything else is not a backup of ours. The engine checks the rest
- * (its meta table) when it opens the file.
+ * "DUCK"; anything else is not a backup of ours. Then its meta table must
+ * name this engine (duckdb/duckdb.c); the engine checks the schema when it
+ * opens the file.
  */
 static int duck_restore(tm_engine_kind kind, const tm_engine_options *opts, const char *backup_path,
                         tm_error *err) {
@@ -202,6 +203,10 @@ static int duck_restore(tm_engine_kind kind, const tm_engine_options *opts, cons
   if (rc == TM_OK && memcmp(magic, "DUCK", 4) != 0)
     rc = TM_CORRUPT(err, "%s: not a DuckDB database", backup_path);
   if (rc == TM_ECORRUPT || rc == TM_EIO) rc = TM_CORRUPT(err, "%s: not a DuckDB database backup", backup_path);
+  if (rc == TM_OK && !opts->db)
+    rc = tm_error_set(err, TM_EINVALID, "dataset %s: a restore needs the DuckDB instance (options.db)",
+                      opts->dataset ? opts->dataset : "?");
+  if (rc == TM_OK) rc = tm_engine__duck_check_backup(opts->db, kind, backup_path, err);
   char *file = NULL;
   if (rc == TM_OK) rc = tm_engine__duck_file(kind, opts, &file, err);
   if (rc == TM_OK) rc = tm_engine_drop(kind, opts, err);

@@ -509,6 +509,10 @@ int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) {
   return e->vt->size_bytes(e, out, err);
 }
 
+const char *tm_engine__scan_provider(tm_engine *e) {
+  return e->vt->kind == TM_ENGINE_SQLITE ? tm_engine__sqlite_provider(e) : NULL;
+}
+
 int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) {
   return e->vt->relation(e, out, err);
 }

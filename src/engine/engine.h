@@ -24,7 +24,7 @@
  * tm_engine_scan and tm_engine_size_bytes may be called from any thread at
  * any time. At most one write transaction is open per engine (a second
  * tm_engine_begin returns TM_ECONFLICT); its functions are called by one
- * thread at a time. Backups take the same writer slot.
+ * thread at a time. A backup (backup.h) is a read: it runs beside writes.
  *
  * Ownership: tm_engine_open returns an engine holding one reference; pass it
  * to tm_engine_release. A scan holds a reference on its engine.

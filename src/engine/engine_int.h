@@ -42,7 +42,7 @@ struct tm_engine {
   tm_schema schema;       /* owned */
   tm_engine_config cfg;   /* owned */
   tm_engine_caps caps;
-  int txn_open;           /* atomic: the writer slot (a transaction or a backup) */
+  int txn_open;           /* atomic: the writer slot (the open write transaction) */
 };
 
 struct tm_engine_txn {
@@ -69,6 +69,13 @@ int tm_engine__check_batch(const tm_engine *e, const tm_batch *b, tm_error *err)
     TM_WARN_UNUSED;
 /** Process-wide SQLite settings, applied once before the first connection. */
 void tm_engine__sqlite_setup(void);
+/**
+ * The tm_scan provider a query of e's dataset reads (the sqlite engine's
+ * relation), to post WHERE-clause terms to; NULL when DuckDB reads the rows
+ * itself (cayenne, duckdb, arrow).
+ */
+const char *tm_engine__scan_provider(tm_engine *e);
+const char *tm_engine__sqlite_provider(tm_engine *e);
 /** The vtable of a kind. */
 const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind);
 /* Each backend's vtables (functions, not exported data, so that sanitizer
@@ -77,6 +84,9 @@ const tm_engine_vtable *tm_engine__sqlite_vtable(void);
 const tm_engine_vtable *tm_engine__duck_vtable(tm_engine_kind kind);
 /* Backups of the DuckDB engines (backup.c dispatches; sqlite's are in backup.c). */
 int tm_engine__duck_backup(tm_engine *e, const char *dest_path, tm_error *err) TM_WARN_UNUSED;
+/** TM_ECORRUPT unless path is a DuckDB-engine backup of kind (its _tm_meta). */
+int tm_engine__duck_check_backup(tm_db *db, tm_engine_kind kind, const char *path, tm_error *err)
+    TM_WARN_UNUSED;
 /** The DuckDB database file of a DuckDB-engine acceleration at opts->path. *out: tm_free. */
 int tm_engine__duck_file(tm_engine_kind kind, const tm_engine_options *opts, char **out,
                          tm_error *err) TM_WARN_UNUSED;

@@ -790,7 +790,7 @@ static int do_refresh(run *r) {
     tm_engine_commit_info ci;
     memset(&ci, 0, sizeof ci);
     /* An append that adds nothing and changes no state commits nothing:
-     * a no-op refresh writes no manifest and syncs no file. */
+     * a no-op refresh writes no log record and syncs no file. */
     bool noop = dec.kind != TM_READ_FULL && r->rows_offered == 0 && !r->new_engine &&
                 a->def->acceleration.mode == TM_ENGINE_FILE && same_state(&r->state, &r->stored_state);
     if (rc == TM_OK && noop) {

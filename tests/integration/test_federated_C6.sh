@@ -18,6 +18,9 @@ assert_eq "$(tm_sql "$T/tm.yaml" "SELECT count(*), sum(id) FROM files")" "2,3"
 write_parquet "$T/files/b.parquet" "SELECT * FROM (VALUES (3, 'c')) t(id, v)"
 assert_eq "$(tm_sql "$T/tm.yaml" "SELECT count(*), sum(id) FROM files")" "3,6"
 assert_eq "$(tm_sql "$T/tm.yaml" "SELECT v FROM files WHERE id = 3")" "c"
+# The filter was pushed into the scan: a.parquet's row group (ids 1-2) is skipped by its statistics.
+TIDEMARK_LOG=debug tm sql -c "$T/tm.yaml" --format csv "SELECT v FROM files WHERE id = 3" >/dev/null 2>"$T/debug"
+assert_contains "$(cat "$T/debug")" "federated scan: pushed [id = 3]; files 2 read, 0 skipped; row groups 1 read, 1 skipped"
 # Strings of every batch survive the scan's move to the next batch.
 assert_eq "$(tm_sql "$T/tm.yaml" "SELECT bool_and(v IN ('a', 'b', 'c')), max(v), count(*) FROM files")" "true,c,3"
 # A pushed-down filter and DuckDB's own predicate agree.

@@ -203,11 +203,13 @@ typedef struct scan_bind {
   provider_entry *entry;   /* one reference */
   void *handle;            /* the provider's, for this query */
   tm_schema schema;        /* owned: the relation's columns */
-  tm_predicate pred;       /* owned: pushdown terms */
+  char *name;              /* owned: the relation's name */
+  idx_t query;             /* the binding connection's id: whose pushdown terms apply */
 } scan_bind;
 
 typedef struct scan_init {
   scan_bind *bind;         /* borrowed */
+  tm_predicate pred;       /* owned: the pushdown terms posted for this execution */
   void *cursor;            /* the provider's */
   size_t *cols;            /* owned: schema indices requested from the provider */
   size_t n_cols;
@@ -225,7 +227,7 @@ static void bind_free(void *p) {
   if (b->handle && b->entry->p.unbind) b->entry->p.unbind(b->handle);
   if (b->entry) entry_put(b->reg, b->entry);
   tm_schema_dispose(&b->schema);
-  tm_predicate_dispose(&b->pred);
+  tm_free(b->name);
   tm_free(b);
 }
 
@@ -233,6 +235,7 @@ static void init_free(void *p) {
   scan_init *s = p;
   if (!s) return;
   if (s->cursor) s->bind->entry->p.close(s->cursor);
+  tm_predicate_dispose(&s->pred);
   tm_batch_release(&s->batch);
   tm_free(s->cols);
   tm_free(s->out_col);
@@ -252,7 +255,6 @@ static void scan_bind_fn(duckdb_bind_info info) {
   if (rc == TM_OK) {
     b->reg = r;
     tm_schema_init(&b->schema);
-    tm_predicate_init(&b->pred);
     b->entry = name ? entry_find(r, name) : NULL;
     if (!b->entry) rc = tm_error_set(&err, TM_ENOTFOUND, "no relation %s to scan", name ? name : "?");
   }
@@ -266,7 +268,11 @@ static void scan_bind_fn(duckdb_bind_info info) {
     }
   }
   if (rc == TM_OK) rc = b->entry->p.bind(b->entry->p.payload, (uint64_t)query, &b->handle, &b->schema, &err);
-  if (rc == TM_OK) rc = pushdown_get(r, query, name, &b->pred, &err);
+  if (rc == TM_OK) {
+    b->query = query;
+    b->name = tm_strdup(name);
+    if (!b->name) rc = tm_error_nomem(&err);
+  }
   for (size_t i = 0; rc == TM_OK && i < b->schema.n_cols; i++) {
     duckdb_logical_type lt = tm_duck_type(&b->schema.cols[i].type);
     duckdb_bind_add_result_column(info, b->schema.cols[i].name, lt);
@@ -290,6 +296,7 @@ static void scan_init_fn(duckdb_init_info info) {
   int rc = s ? TM_OK : tm_error_nomem(&err);
   if (rc == TM_OK) {
     s->bind = b;
+    tm_predicate_init(&s->pred);
     tm_batch_init(&s->batch);
     s->n_out = (size_t)n_out;
     s->out_col = tm_calloc(n_out ? n_out : 1, sizeof *s->out_col);
@@ -307,8 +314,14 @@ static void scan_init_fn(duckdb_init_info info) {
   }
   /* A query that reads no column (count(*)) still needs the rows: read the first. */
   if (rc == TM_OK && s->n_cols == 0 && b->schema.n_cols > 0) s->cols[s->n_cols++] = 0;
+  /*
+   * The terms are taken here, at each execution, not at bind: a statement is
+   * bound when it is prepared, before its session posts the terms it found
+   * in the parse tree (sql/session.c).
+   */
+  if (rc == TM_OK) rc = pushdown_get(b->reg, b->query, b->name, &s->pred, &err);
   if (rc == TM_OK)
-    rc = b->entry->p.open(b->handle, s->cols, s->n_cols, b->pred.n_terms ? &b->pred : NULL,
+    rc = b->entry->p.open(b->handle, s->cols, s->n_cols, s->pred.n_terms ? &s->pred : NULL,
                           &s->cursor, &err);
   duckdb_init_set_max_threads(info, 1);
   if (rc < 0) {

@@ -296,8 +296,12 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
   /* What the database holds: nothing, or an acceleration with its meta. */
   bool any = false, has_meta = false;
   if (rc == TM_OK && file_mode) rc = inspect(db, e->alias, &any, &has_meta, err);
+  /* Someone's database, not an acceleration (a crash cannot make one: the tables and the
+   * meta are created in one transaction): never ours to fill, rebuild or drop. */
   if (rc == TM_OK && any && !has_meta)
-    rc = tm_error_set(err, TM_ECORRUPT, "%s: a DuckDB database that is not a tidemark acceleration",
+    rc = tm_error_set(err, TM_EINVALID,
+                      "%s: a DuckDB database with tables that is not a tidemark acceleration: "
+                      "tidemark leaves it alone (choose another duckdb_file)",
                       e->file);
   duckdb_connection c = NULL;
   if (rc == TM_OK && has_meta) {
@@ -692,6 +696,45 @@ int tm_engine__duck_backup(tm_engine *base, const char *dest_path, tm_error *err
   tm_free(alias);
   tm_free(tmp);
   tm_free(tmp_wal);
+  return rc;
+}
+
+/*
+ * Whether path is a backup of kind: its _tm_meta names this format and this
+ * engine. A cayenne and a duckdb backup share the extension, and a restore
+ * of the other kind would open as an empty replacement (B9) instead of
+ * serving at once.
+ */
+int tm_engine__duck_check_backup(tm_db *db, tm_engine_kind kind, const char *path, tm_error *err) {
+  char *alias = NULL;
+  duckdb_connection c = NULL;
+  tm_kv meta;
+  tm_kv_init(&meta);
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  int rc = tm_db__attach(db, path, "restore", &alias, err);
+  if (rc == TM_OK) rc = tm_db__connect(db, &c, err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, "SELECT key, value FROM ", err);
+  if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, alias, err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, ".main._tm_meta", err);
+  if (rc == TM_OK) {
+    duckdb_result r;
+    if (duckdb_query(c, tm_buf_cstr(&sql), &r) == DuckDBError)
+      rc = TM_CORRUPT(err, "%s: not a tidemark acceleration (%s)", path, duckdb_result_error(&r));
+    else rc = kv_from_result(&r, &meta, err);
+    duckdb_destroy_result(&r);
+  }
+  const char *fmt = tm_kv_get(&meta, "format"), *k = tm_kv_get(&meta, "kind");
+  if (rc == TM_OK && (!fmt || strcmp(fmt, TM_DUCK_FORMAT) != 0))
+    rc = TM_CORRUPT(err, "%s: acceleration format '%s' (expected '%s')", path, fmt ? fmt : "none",
+                    TM_DUCK_FORMAT);
+  if (rc == TM_OK && (!k || strcmp(k, tm_engine_kind_name(kind)) != 0))
+    rc = TM_CORRUPT(err, "%s: a backup of engine %s, not %s", path, k ? k : "?",
+                    tm_engine_kind_name(kind));
+  if (c) duckdb_disconnect(&c);
+  if (alias) tm_db__detach(db, alias);
+  tm_free(alias);
+  tm_buf_dispose(&sql);
+  tm_kv_dispose(&meta);
   return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #include "engine/sql/sql_int.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 struct tm_sql_source {
   tm_source_spec spec;     /* owned */
@@ -26,6 +27,7 @@ typedef struct fed_handle {
 } fed_handle;
 
 typedef struct fed_cursor {
+  const char *dataset;     /* borrowed: the dataset's name */
   tm_scan *scan;           /* owned */
   const char **names;      /* owned array; names borrowed from the source's schema */
   tm_predicate pred;       /* owned: the terms that still fit the schema */
@@ -67,6 +69,19 @@ static int fed_bind(void *payload, uint64_t query, void **handle, tm_schema *out
 static void fed_close(void *cursor) {
   fed_cursor *c = cursor;
   if (!c) return;
+  if (c->scan && tm_log_enabled(TM_LOG_DEBUG)) {
+    /* What the pushed terms saved: visible with TIDEMARK_LOG=debug. */
+    const tm_scan_stats *st = tm_scan_get_stats(c->scan);
+    tm_buf d = TM_BUF_INIT(4096);
+    if (tm_predicate_describe(&c->pred, &d, NULL) != TM_OK) tm_buf_clear(&d);
+    tm_log(TM_LOG_DEBUG, c->dataset,
+           "federated scan: pushed [%s]; files %lld read, %lld skipped; row groups %lld read, "
+           "%lld skipped; rows %lld read, %lld returned",
+           tm_buf_cstr(&d), (long long)st->files_read, (long long)st->files_skipped,
+           (long long)st->row_groups_read, (long long)st->row_groups_skipped, (long long)st->rows_read,
+           (long long)st->rows_returned);
+    tm_buf_dispose(&d);
+  }
   tm_scan_free(c->scan);
   tm_free(c->names);
   tm_predicate_dispose(&c->pred);
@@ -79,6 +94,7 @@ static int fed_open(void *handle, const size_t *cols, size_t n_cols, const tm_pr
   const tm_schema *s = tm_source_schema(h->source);
   fed_cursor *c = tm_calloc(1, sizeof *c);
   if (!c) return tm_error_nomem(err);
+  c->dataset = h->src->spec.name;
   tm_predicate_init(&c->pred);
   c->names = tm_calloc(n_cols ? n_cols : 1, sizeof *c->names);
   int rc = c->names ? TM_OK : tm_error_nomem(err);

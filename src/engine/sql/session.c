@@ -238,7 +238,11 @@ int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) {
   return rc;
 }
 
-/* Posts the pushdown terms of every federated dataset the query reads. */
+/*
+ * Posts the pushdown terms of every dataset the query reads through tm_scan:
+ * federated ones (files and row groups pruned) and sqlite accelerations (the
+ * terms become SQLite's WHERE, so a point lookup uses the key's index).
+ */
 static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t *ast, bool *posted,
                          tm_error *err) {
   char **names = NULL;
@@ -251,9 +255,13 @@ static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t
     char *provider = NULL;
     pthread_mutex_lock(&c->mu);
     cat_item *it = find_item(c, names[i]);
+    const char *sq = it && it->engine ? tm_engine__scan_provider(it->engine) : NULL;
     if (it && it->provider) {
       rc = tm_sql__source_schema(it->source, &schema, err);
       if (rc == TM_OK && !(provider = tm_strdup(it->provider))) rc = tm_error_nomem(err);
+    } else if (sq) {
+      rc = tm_schema_copy(&schema, tm_engine_schema(it->engine), err);
+      if (rc == TM_OK && !(provider = tm_strdup(sq))) rc = tm_error_nomem(err);
     }
     pthread_mutex_unlock(&c->mu);
     tm_predicate pred;

@@ -294,6 +294,16 @@ static bool table_exists(sqlite3 *db, const char *table) {
   return yes;
 }
 
+static bool any_table(sqlite3 *db) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_schema WHERE type='table' LIMIT 1", -1, &st,
+                         NULL) != SQLITE_OK)
+    return true; /* cannot tell: as if it had */
+  bool yes = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return yes;
+}
+
 /* Names and types equal (nullability may change between source versions). */
 static bool same_columns(const tm_schema *a, const tm_schema *b) {
   if (a->n_cols != b->n_cols) return false;
@@ -453,6 +463,14 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   bool exists = table_exists(e->db, "_tm_meta");
   if (!exists && !schema) {
     rc = tm_error_set(err, TM_ENOTFOUND, "%s: no acceleration stored", e->file);
+    goto done;
+  }
+  if (!exists && any_table(e->db)) {
+    /* Someone's database, not an acceleration: never ours to fill or drop. */
+    rc = tm_error_set(err, TM_EINVALID,
+                      "%s: a SQLite database with tables that is not a tidemark acceleration: "
+                      "tidemark leaves it alone (choose another sqlite_file)",
+                      e->file);
     goto done;
   }
   if (exists) {
@@ -1307,6 +1325,12 @@ static int prov_open(void *handle, const size_t *cols, size_t n_cols, const tm_p
     tm_free(c);
     return rc;
   }
+  if (pred && pred->n_terms && tm_log_enabled(TM_LOG_DEBUG)) {
+    tm_buf d = TM_BUF_INIT(4096);
+    if (tm_predicate_describe(pred, &d, NULL) != TM_OK) tm_buf_clear(&d);
+    tm_log(TM_LOG_DEBUG, h->engine->cfg.dataset, "sqlite scan: pushed [%s]", tm_buf_cstr(&d));
+    tm_buf_dispose(&d);
+  }
   *cursor = c;
   return TM_OK;
 }
@@ -1369,6 +1393,8 @@ static int register_provider(sq_engine *e, tm_error *err) {
   e->provider_w = wname;
   return TM_OK;
 }
+
+const char *tm_engine__sqlite_provider(tm_engine *base) { return sq_of(base)->provider; }
 
 static int sq_relation(tm_engine *base, tm_buf *out, tm_error *err) {
   sq_engine *e = sq_of(base);

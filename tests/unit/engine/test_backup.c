@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/backup.h"
+#include "engine/engine_int.h"
 #include "engine/engine.h"
 #include "io/io.h"
 #include "tm_test.h"
@@ -156,7 +157,11 @@ TM_TEST(backup_restore_refuses_damage) {
     TM_ASSERT_RC(tm_engine_open(&r, kind, NULL, &d, &err), TM_ENOTFOUND);
     tm_free((char *)d.path);
   }
-  /* A DuckDB file that is not an acceleration restores, then fails to open: not served. */
+  /*
+   * A backup of another DuckDB engine (cayenne and duckdb share the extension)
+   * is refused at restore, and nothing is installed; so is a DuckDB database
+   * that is not an acceleration.
+   */
   tm_error err;
   tm_engine_options d;
   options(&d, TM_ENGINE_CAYENNE, "foreign/events");
@@ -169,16 +174,32 @@ TM_TEST(backup_restore_refuses_damage) {
   TM_ASSERT_OK(tm_engine_open(&e, TM_ENGINE_DUCKDB, &s, &fo, &err), &err);
   TM_ASSERT_OK(tm_engine_backup(e, path, &err), &err);
   tm_engine_release(e);
-  TM_ASSERT_OK(tm_engine_restore(TM_ENGINE_CAYENNE, &d, path, &err), &err);
-  /* The meta says duckdb, not cayenne: a replacement, never served as it is. */
-  TM_ASSERT_OK(tm_engine_open(&e, TM_ENGINE_CAYENNE, &s, &d, &err), &err);
-  int64_t n = -1;
-  TM_ASSERT_OK(tm_engine_row_count(e, &n, &err), &err);
-  TM_ASSERT_INT_EQ(n, 0);
-  tm_engine_release(e);
+  TM_ASSERT_RC(tm_engine_restore(TM_ENGINE_CAYENNE, &d, path, &err), TM_ECORRUPT);
+  TM_ASSERT_CONTAINS(err.message, "a backup of engine duckdb, not cayenne");
+  TM_ASSERT_RC(tm_engine_open(&e, TM_ENGINE_CAYENNE, NULL, &d, &err), TM_ENOTFOUND);
+  /* A user's DuckDB database (tables, no _tm_meta): refused at restore, and never dropped at open. */
+  duckdb_connection c;
+  TM_ASSERT_OK(tm_db__connect(tm_test_db(), &c, &err), &err);
+  char sql[2048], users[1024], copy[1024];
+  snprintf(users, sizeof users, "%s", tm_test_path("users.duckdb"));
+  snprintf(copy, sizeof copy, "%s", tm_test_path("users-copy.duckdb"));
+  for (int i = 0; i < 2; i++) {
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS u; CREATE TABLE u.main.t AS SELECT 42 AS x; DETACH u",
+             i ? copy : users);
+    TM_ASSERT_OK(tm_db__exec(c, sql, "setup", &err), &err);
+  }
+  duckdb_disconnect(&c);
+  TM_ASSERT_RC(tm_engine_restore(TM_ENGINE_CAYENNE, &d, copy, &err), TM_ECORRUPT);
+  TM_ASSERT_CONTAINS(err.message, "not a tidemark acceleration");
+  tm_engine_options uo;
+  options(&uo, TM_ENGINE_DUCKDB, "users.duckdb");
+  TM_ASSERT_RC(tm_engine_open(&e, TM_ENGINE_DUCKDB, &s, &uo, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "tidemark leaves it alone");
+  TM_ASSERT(tm_path_exists(users));
   tm_schema_dispose(&s);
   tm_free((char *)d.path);
   tm_free((char *)fo.path);
+  tm_free((char *)uo.path);
 }
 
 TM_TEST(backup_needs_file_mode) {
