@@ -202,6 +202,9 @@ static void duck_close(tm_engine *base) {
   tm_free(e->alias);
   tm_free(e->q);
   tm_free(e->file);
+  tm_free(e->hint[0]);
+  tm_free(e->hint[1]);
+  pthread_mutex_destroy(&e->hint_mu);
   tm_engine__dispose_base(base);
   tm_free(e);
 }
@@ -262,6 +265,7 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
   if (!db) return tm_error_set(err, TM_EINVALID, "engine options without a DuckDB instance");
   tm_duck_engine *e = tm_calloc(1, sizeof *e);
   if (!e) return tm_error_nomem(err);
+  pthread_mutex_init(&e->hint_mu, NULL);
   int rc = TM_OK;
   bool file_mode = opts->mode == TM_ENGINE_FILE;
   tm_kv meta;
@@ -343,6 +347,10 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
                         strcmp(kind, tm_engine_kind_name(vt->kind)) != 0))
       e->pending = true;
     tm_buf_dispose(&fp);
+    /* The time column's bounds at the last commit: hints for the high-water mark. */
+    const char *h[2] = {tm_kv_get(&meta, "time_min"), tm_kv_get(&meta, "time_max")};
+    for (int i = 0; rc == TM_OK && !e->pending && i < 2; i++)
+      if (h[i] && !(e->hint[i] = tm_strdup(h[i]))) rc = tm_error_nomem(err);
   }
   if (rc == TM_OK && !have_stored) rc = create_tables(e, err);
   tm_kv_dispose(&meta);
@@ -353,6 +361,7 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
       tm_free(e->alias);
       tm_free(e->q);
       tm_free(e->file);
+      pthread_mutex_destroy(&e->hint_mu);
       tm_free(e);
     } else {
       duck_close(&e->base);
@@ -521,30 +530,121 @@ static int duck_scan_open(tm_engine *base, const size_t *cols, size_t n_cols,
   return TM_OK;
 }
 
-static int duck_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_error *err) {
-  tm_duck_engine *e = tm_duck_of(base);
-  memset(out, 0, sizeof *out);
-  if (e->pending) return TM_OK;
-  const tm_column *c = &base->schema.cols[col];
+/* One text value of a query (NULL, or a copy in *out). */
+static int query_text(duckdb_connection c, const char *sql, char **out, const char *what,
+                      tm_error *err) {
+  *out = NULL;
+  duckdb_result r;
+  if (duckdb_query(c, sql, &r) == DuckDBError) {
+    int rc = tm_db__result_error(err, &r, what);
+    duckdb_destroy_result(&r);
+    return rc;
+  }
+  int rc = TM_OK;
+  if (duckdb_row_count(&r) > 0 && !duckdb_value_is_null(&r, 0, 0)) {
+    char *v = duckdb_value_varchar(&r, 0, 0);
+    if (v && !(*out = tm_strdup(v))) rc = tm_error_nomem(err);
+    if (v) duckdb_free(v);
+  }
+  duckdb_destroy_result(&r);
+  return rc;
+}
+
+int tm_duck__time_bounds(tm_duck_engine *e, duckdb_connection c, char *out[2], tm_error *err) {
+  out[0] = out[1] = NULL;
+  const tm_engine_config *cfg = &e->base.cfg;
+  if (cfg->time_col < 0) return TM_OK;
+  const tm_column *col = &e->base.schema.cols[cfg->time_col];
+  char ty[48];
+  tm_duck_type_sql(&col->type, ty, sizeof ty);
+  char *hint[2] = {NULL, NULL};
+  pthread_mutex_lock(&e->hint_mu);
+  for (int i = 0; i < 2; i++) hint[i] = e->hint[i] ? tm_strdup(e->hint[i]) : NULL;
+  pthread_mutex_unlock(&e->hint_mu);
+  static const char *const fn[2] = {"min", "max"}, *const cmp[2] = {" <= ", " >= "};
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  int rc = TM_OK;
+  for (int i = 0; rc == TM_OK && i < 2; i++) {
+    /* Hinted first (zone maps skip what cannot pass), then, when nothing passed, all rows. */
+    for (int hinted = hint[i] ? 1 : 0; rc == TM_OK && hinted >= 0 && !out[i]; hinted--) {
+      tm_buf_clear(&sql);
+      rc = tm_buf_printf(&sql, err, "SELECT CAST(%s(", fn[i]);
+      if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, col->name, err);
+      if (rc == TM_OK) rc = tm_buf_puts(&sql, ") AS VARCHAR) FROM ", err);
+      if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_ROWS, err);
+      if (rc == TM_OK && hinted) {
+        rc = tm_buf_puts(&sql, " WHERE ", err);
+        if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, col->name, err);
+        if (rc == TM_OK) rc = tm_buf_printf(&sql, err, "%sCAST(", cmp[i]);
+        if (rc == TM_OK) rc = tm_engine__quote_string(&sql, hint[i], strlen(hint[i]), err);
+        if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " AS %s)", ty);
+      }
+      if (rc == TM_OK) rc = query_text(c, tm_buf_cstr(&sql), &out[i], cfg->dataset, err);
+    }
+  }
+  tm_buf_dispose(&sql);
+  tm_free(hint[0]);
+  tm_free(hint[1]);
+  if (rc < 0) {
+    tm_free(out[0]);
+    tm_free(out[1]);
+    out[0] = out[1] = NULL;
+  }
+  return rc;
+}
+
+void tm_duck__set_hints(tm_duck_engine *e, char *bounds[2]) {
+  pthread_mutex_lock(&e->hint_mu);
+  for (int i = 0; i < 2; i++) {
+    tm_free(e->hint[i]);
+    e->hint[i] = bounds[i];
+    bounds[i] = NULL;
+  }
+  pthread_mutex_unlock(&e->hint_mu);
+}
+
+/* SELECT min(c), max(c) FROM rows, or, hinted, each restricted to the side of its hint. */
+static int bounds_sql(tm_duck_engine *e, const tm_column *c, char *const hint[2], tm_buf *sql,
+                      tm_error *err) {
+  if (!hint) {
+    TM_TRY(tm_buf_puts(sql, "SELECT min(", err));
+    TM_TRY(tm_engine__quote_ident(sql, c->name, err));
+    TM_TRY(tm_buf_puts(sql, "), max(", err));
+    TM_TRY(tm_engine__quote_ident(sql, c->name, err));
+    TM_TRY(tm_buf_puts(sql, ") FROM ", err));
+    return tm_duck__table(sql, e, TM_DUCK_ROWS, err);
+  }
+  char ty[48];
+  tm_duck_type_sql(&c->type, ty, sizeof ty);
+  static const char *const fn[2] = {"min", "max"}, *const cmp[2] = {" <= ", " >= "};
+  TM_TRY(tm_buf_puts(sql, "SELECT ", err));
+  for (int i = 0; i < 2; i++) {
+    TM_TRY(tm_buf_printf(sql, err, "%s(SELECT %s(", i ? ", " : "", fn[i]));
+    TM_TRY(tm_engine__quote_ident(sql, c->name, err));
+    TM_TRY(tm_buf_puts(sql, ") FROM ", err));
+    TM_TRY(tm_duck__table(sql, e, TM_DUCK_ROWS, err));
+    TM_TRY(tm_buf_puts(sql, " WHERE ", err));
+    TM_TRY(tm_engine__quote_ident(sql, c->name, err));
+    TM_TRY(tm_buf_printf(sql, err, "%sCAST(", cmp[i]));
+    TM_TRY(tm_engine__quote_string(sql, hint[i], strlen(hint[i]), err));
+    TM_TRY(tm_buf_printf(sql, err, " AS %s))", ty));
+  }
+  return TM_OK;
+}
+
+/* Runs a bounds query: *got (the min and the max found, both non-NULL) into out. */
+static int bounds_run(duckdb_connection conn, const char *sql, const tm_column *c,
+                      tm_engine_bounds *out, const char *what, tm_error *err) {
   tm_schema s;
   tm_schema_init(&s);
-  tm_buf sql = TM_BUF_INIT(1 << 16);
-  duckdb_connection conn = NULL;
   int rc = tm_schema_add(&s, "min", c->type, true, -1, err);
   if (rc == TM_OK) rc = tm_schema_add(&s, "max", c->type, true, -1, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, "SELECT min(", err);
-  if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, c->name, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, "), max(", err);
-  if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, c->name, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, ") FROM ", err);
-  if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_ROWS, err);
-  if (rc == TM_OK) rc = tm_db__connect(base->db, &conn, err);
   tm_batch b;
   tm_batch_init(&b);
   if (rc == TM_OK) {
     duckdb_result r;
-    if (duckdb_query(conn, tm_buf_cstr(&sql), &r) == DuckDBError) {
-      rc = tm_db__result_error(err, &r, base->cfg.dataset);
+    if (duckdb_query(conn, sql, &r) == DuckDBError) {
+      rc = tm_db__result_error(err, &r, what);
       duckdb_destroy_result(&r);
     } else {
       tm_duck_reader rd;
@@ -566,9 +666,50 @@ static int duck_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_er
   }
   if (rc == TM_ITEROVER) rc = TM_OK;
   tm_batch_release(&b);
+  tm_schema_dispose(&s);
+  return rc;
+}
+
+/*
+ * The time column's bounds use the hints of the last commit (duck_int.h):
+ * when both hinted aggregates find a row they are the exact bounds, read
+ * from the few row groups near them; otherwise every row is aggregated.
+ * Both queries run in one read transaction.
+ */
+static int duck_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_error *err) {
+  tm_duck_engine *e = tm_duck_of(base);
+  memset(out, 0, sizeof *out);
+  if (e->pending) return TM_OK;
+  const tm_column *c = &base->schema.cols[col];
+  char *hint[2] = {NULL, NULL};
+  if ((int)col == base->cfg.time_col) {
+    pthread_mutex_lock(&e->hint_mu);
+    if (e->hint[0] && e->hint[1]) {
+      hint[0] = tm_strdup(e->hint[0]);
+      hint[1] = tm_strdup(e->hint[1]);
+    }
+    pthread_mutex_unlock(&e->hint_mu);
+  }
+  bool hinted = hint[0] && hint[1];
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  duckdb_connection conn = NULL;
+  int rc = tm_db__connect(base->db, &conn, err);
+  if (rc == TM_OK) rc = tm_db__exec(conn, "BEGIN TRANSACTION", base->cfg.dataset, err);
+  bool began = rc == TM_OK;
+  if (rc == TM_OK && hinted) rc = bounds_sql(e, c, hint, &sql, err);
+  if (rc == TM_OK && hinted) rc = bounds_run(conn, tm_buf_cstr(&sql), c, out, base->cfg.dataset, err);
+  if (rc == TM_OK && !out->found) {
+    tm_engine_bounds_dispose(out);
+    memset(out, 0, sizeof *out);
+    tm_buf_clear(&sql);
+    rc = bounds_sql(e, c, NULL, &sql, err);
+    if (rc == TM_OK) rc = bounds_run(conn, tm_buf_cstr(&sql), c, out, base->cfg.dataset, err);
+  }
+  if (began) tm_db__exec_quiet(conn, "COMMIT");
   if (conn) duckdb_disconnect(&conn);
   tm_buf_dispose(&sql);
-  tm_schema_dispose(&s);
+  tm_free(hint[0]);
+  tm_free(hint[1]);
   return rc;
 }
 

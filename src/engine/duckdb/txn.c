@@ -34,6 +34,7 @@
 
 #include "engine/duckdb/duck_int.h"
 #include "util/alloc.h"
+#include "util/time.h"
 
 typedef struct duck_txn {
   tm_engine_txn base;
@@ -46,6 +47,13 @@ typedef struct duck_txn {
   int64_t seq;             /* arrival numbers handed out */
   int64_t appended;
   int64_t deleted;
+  /*
+   * The min and max of the time column over the rows written, when it holds
+   * integers (timestamps, dates, integer times): the commit's new bounds
+   * without a scan (hints, duck_int.h). tb_ok false: another type.
+   */
+  bool tb_ok, tb_any;
+  int64_t tb_min, tb_max;
 } duck_txn;
 
 static tm_duck_engine *eng(duck_txn *t) { return tm_duck_of(t->base.engine); }
@@ -97,6 +105,11 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
   t->replace = kind == TM_TXN_REPLACE_ALL || e->pending;
   t->target = t->replace ? TM_DUCK_NEW : TM_DUCK_ROWS;
   t->keyed = base->cfg.n_pk > 0;
+  if (base->cfg.time_col >= 0) {
+    tm_type_id id = base->schema.cols[base->cfg.time_col].type.id;
+    t->tb_ok = id == TM_TYPE_TIMESTAMP || id == TM_TYPE_DATE32 || id == TM_TYPE_INT64 ||
+               id == TM_TYPE_INT32 || id == TM_TYPE_INT16 || id == TM_TYPE_INT8;
+  }
   tm_buf sql = TM_BUF_INIT(64 << 20);
   int rc = tm_db__exec(e->writer, "BEGIN TRANSACTION", base->cfg.dataset, err);
   bool began = rc == TM_OK;
@@ -142,11 +155,33 @@ static int fill_seq(duckdb_data_chunk chunk, idx_t first_col, idx_t at, idx_t n,
   return TM_OK;
 }
 
+/* Folds column time_col of b into the transaction's bounds. */
+static void track_bounds(duck_txn *t, const tm_batch *b) {
+  int tc = t->base.engine->cfg.time_col;
+  if (!t->tb_ok || tc < 0 || (size_t)tc >= b->schema.n_cols) return;
+  tm_colview v = tm_batch_col(b, (size_t)tc);
+  size_t w = tm_type_byte_width(&v.type);
+  for (int64_t i = 0; i < b->n_rows; i++) {
+    if (tm_colview_is_null(&v, i)) continue;
+    int64_t x;
+    switch (w) {
+      case 1: x = ((const int8_t *)v.values)[i]; break;
+      case 2: x = ((const int16_t *)v.values)[i]; break;
+      case 4: x = ((const int32_t *)v.values)[i]; break;
+      default: x = ((const int64_t *)v.values)[i]; break;
+    }
+    if (!t->tb_any || x < t->tb_min) t->tb_min = x;
+    if (!t->tb_any || x > t->tb_max) t->tb_max = x;
+    t->tb_any = true;
+  }
+}
+
 int tm_duck__write(tm_engine_txn *base, const tm_batch *b, tm_error *err) {
   duck_txn *t = (duck_txn *)base;
   int rc = tm_duck_append_batch(&t->out, b, t->keyed ? fill_seq : NULL, t, err);
   if (rc < 0) return tm_error_prefix(err, "%s", base->engine->cfg.dataset);
   t->appended += b->n_rows;
+  track_bounds(t, b);
   return TM_OK;
 }
 
@@ -521,6 +556,131 @@ static int write_state(duck_txn *t, const tm_kv *state, tm_error *err) {
   return rc;
 }
 
+/* Whether bound_text writes x in a form DuckDB reads back (years 0000-9999). */
+static bool in_text_range(const tm_type *ty, int64_t x) {
+  static const int64_t lo_days = -719528, hi_days = 2932896; /* 0000-01-01, 9999-12-31 */
+  if (ty->id == TM_TYPE_DATE32) return x >= lo_days && x <= hi_days;
+  if (ty->id != TM_TYPE_TIMESTAMP) return true;
+  static const int64_t per[] = {1, 1000, 1000000, 1000000000};
+  int64_t days = tm_floor_div(tm_floor_div(x, per[ty->unit]), 86400);
+  return days >= lo_days && days <= hi_days;
+}
+
+/* The text DuckDB casts back to the time column's type for value x. */
+static void bound_text(const tm_type *ty, int64_t x, char *buf, size_t cap) {
+  if (ty->id == TM_TYPE_DATE32) {
+    tm_date_print(buf, cap, x);
+  } else if (ty->id == TM_TYPE_TIMESTAMP) {
+    static const int64_t per[] = {1, 1000, 1000000, 1000000000};
+    static const int digits[] = {0, 3, 6, 9};
+    int64_t p = per[ty->unit];
+    int64_t sec = tm_floor_div(x, p);
+    tm_time_print(buf, cap, sec, (int32_t)((x - sec * p) * (1000000000 / p)), digits[ty->unit], ty->utc);
+  } else {
+    snprintf(buf, cap, "%lld", (long long)x);
+  }
+}
+
+/*
+ * The time column's bounds once this transaction commits, as hint text.
+ * Rows only added, of an integer-like time column: the stored hints (when
+ * known) widened by the rows written, with no scan. Otherwise (deletes, a
+ * keyed resolution, another type, no stored hints) the bounds are
+ * aggregated in the transaction, hinted where that is exact.
+ */
+static int next_bounds(duck_txn *t, char *out[2], tm_error *err) {
+  tm_duck_engine *e = eng(t);
+  const tm_type *ty = &t->base.engine->schema.cols[t->base.engine->cfg.time_col].type;
+  out[0] = out[1] = NULL;
+  bool only_added = t->tb_ok && !t->keyed && t->deleted == 0 &&
+                    (!t->tb_any || (in_text_range(ty, t->tb_min) && in_text_range(ty, t->tb_max)));
+  char old[2][128] = {"", ""};
+  bool have_old = false;
+  pthread_mutex_lock(&e->hint_mu);
+  if (e->hint[0] && e->hint[1] && strlen(e->hint[0]) < 128 && strlen(e->hint[1]) < 128) {
+    snprintf(old[0], sizeof old[0], "%s", e->hint[0]);
+    snprintf(old[1], sizeof old[1], "%s", e->hint[1]);
+    have_old = true;
+  }
+  pthread_mutex_unlock(&e->hint_mu);
+  if (only_added && t->replace) {
+    /* Only these rows will be stored (a full refresh, a replacement). */
+    if (!t->tb_any) return TM_OK; /* no row: no bounds */
+    char a[96], b[96];
+    bound_text(ty, t->tb_min, a, sizeof a);
+    bound_text(ty, t->tb_max, b, sizeof b);
+    out[0] = tm_strdup(a);
+    out[1] = tm_strdup(b);
+    return out[0] && out[1] ? TM_OK : tm_error_nomem(err);
+  } else if (only_added && have_old) {
+    if (!t->tb_any) {
+      out[0] = tm_strdup(old[0]);
+      out[1] = tm_strdup(old[1]);
+      return out[0] && out[1] ? TM_OK : tm_error_nomem(err);
+    }
+    /* least / greatest of two constants, by DuckDB's own comparison. */
+    char a[96], b[96], ts[48];
+    bound_text(ty, t->tb_min, a, sizeof a);
+    bound_text(ty, t->tb_max, b, sizeof b);
+    tm_duck_type_sql(ty, ts, sizeof ts);
+    const char *fn[2] = {"least", "greatest"}, *mine[2] = {a, b};
+    tm_buf sql = TM_BUF_INIT(1 << 12);
+    int rc = TM_OK;
+    for (int i = 0; rc == TM_OK && i < 2; i++) {
+      tm_buf_clear(&sql);
+      rc = tm_buf_printf(&sql, err, "SELECT CAST(%s(CAST(", fn[i]);
+      if (rc == TM_OK) rc = tm_engine__quote_string(&sql, old[i], strlen(old[i]), err);
+      if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " AS %s), CAST(", ts);
+      if (rc == TM_OK) rc = tm_engine__quote_string(&sql, mine[i], strlen(mine[i]), err);
+      if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " AS %s)) AS VARCHAR)", ts);
+      char *v = NULL;
+      duckdb_result r;
+      if (rc == TM_OK && duckdb_query(e->writer, tm_buf_cstr(&sql), &r) == DuckDBSuccess &&
+          duckdb_row_count(&r) == 1 && !duckdb_value_is_null(&r, 0, 0)) {
+        char *d = duckdb_value_varchar(&r, 0, 0);
+        v = d ? tm_strdup(d) : NULL;
+        if (d) duckdb_free(d);
+      }
+      if (rc == TM_OK) duckdb_destroy_result(&r);
+      out[i] = v;
+      if (rc == TM_OK && !v) break; /* a text DuckDB did not take: aggregate below */
+    }
+    tm_buf_dispose(&sql);
+    if (rc < 0 || (out[0] && out[1])) return rc;
+    tm_free(out[0]);
+    tm_free(out[1]);
+    out[0] = out[1] = NULL;
+  }
+  if (t->replace) {
+    /* The stored rows' hints say nothing of the new table: aggregate it all. */
+    char *none[2] = {NULL, NULL};
+    tm_duck__set_hints(e, none);
+  }
+  return tm_duck__time_bounds(e, e->writer, out, err);
+}
+
+/* Rewrites the time_min / time_max hint keys of _tm_meta in the transaction. */
+static int write_hints(duck_txn *t, char *const bounds[2], tm_error *err) {
+  tm_duck_engine *e = eng(t);
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  int rc = tm_buf_puts(&sql, "DELETE FROM ", err);
+  if (rc == TM_OK) rc = tm_duck__table(&sql, e, "_tm_meta", err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, " WHERE key IN ('time_min', 'time_max')", err);
+  if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+  static const char *const keys[2] = {"time_min", "time_max"};
+  for (int i = 0; rc == TM_OK && i < 2; i++) {
+    if (!bounds[i]) continue;
+    rc = tm_buf_puts(&sql, "INSERT INTO ", err);
+    if (rc == TM_OK) rc = tm_duck__table(&sql, e, "_tm_meta", err);
+    if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " VALUES ('%s', ", keys[i]);
+    if (rc == TM_OK) rc = tm_engine__quote_string(&sql, bounds[i], strlen(bounds[i]), err);
+    if (rc == TM_OK) rc = tm_buf_puts(&sql, ")", err);
+    if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+  }
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
 int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_info *info,
                     tm_error *err) {
   duck_txn *t = (duck_txn *)base;
@@ -547,8 +707,17 @@ int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_in
     tm_kv_init(&none);
     rc = write_state(t, state ? state : &none, err);
   }
+  /* The time column's bounds after this commit, committed with it: the next hints. */
+  char *bounds[2] = {NULL, NULL};
+  if (rc == TM_OK && base->engine->cfg.time_col >= 0) {
+    rc = next_bounds(t, bounds, err);
+    if (rc == TM_OK) rc = write_hints(t, bounds, err);
+  }
   if (rc == TM_OK) rc = tm_db__exec(e->writer, "COMMIT", e->file ? e->file : base->engine->cfg.dataset, err);
   bool committed = rc == TM_OK;
+  if (committed) tm_duck__set_hints(e, bounds);
+  tm_free(bounds[0]);
+  tm_free(bounds[1]);
   if (committed) {
     e->pending = false;
     info->rows_deleted = t->deleted;

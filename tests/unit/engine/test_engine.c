@@ -11,6 +11,7 @@
 
 #include "engine/db.h"
 #include "engine/engine.h"
+#include "engine/engine_int.h"
 #include "io/io.h"
 #include "tm_test.h"
 #include "util/alloc.h"
@@ -705,6 +706,131 @@ TM_TEST(engine_a2_bounds_and_filtered_scans) {
     TM_ASSERT_INT_EQ(sum_id, 10);
     tm_engine_scan_free(sc);
     tm_predicate_dispose(&pred);
+    tm_engine_release(e);
+  }
+}
+
+/*
+ * A2: the high-water mark is max(time_column) over the stored rows, exactly,
+ * whatever happened: the DuckDB engines answer from hints kept at each commit
+ * (duckdb/duck_int.h), so this drives them through every kind of change —
+ * rows older and newer than all stored ones, the max and the min row
+ * deleted, retention by time, a full replacement, an empty table, reopening
+ * (hints read back from the file) — and compares with the truth after each.
+ */
+static void expect_bounds(tm_engine *e, const int64_t *ts, const bool *live, int n, const char *what) {
+  tm_error err;
+  bool any = false;
+  int64_t lo = 0, hi = 0;
+  for (int i = 0; i < n; i++)
+    if (live[i] && ts[i] != INT64_MIN) {
+      if (!any || ts[i] < lo) lo = ts[i];
+      if (!any || ts[i] > hi) hi = ts[i];
+      any = true;
+    }
+  tm_engine_bounds bd;
+  TM_ASSERT_OK(tm_engine_column_bounds(e, "ts", &bd, &err), &err);
+  TM_ASSERT_MSG(bd.found == any, "%s: found %d, want %d", what, bd.found, any);
+  if (any) {
+    TM_ASSERT_MSG(bd.min.v.i == lo && bd.max.v.i == hi, "%s: bounds [%lld, %lld], want [%lld, %lld]", what,
+                  (long long)bd.min.v.i, (long long)bd.max.v.i, (long long)lo, (long long)hi);
+  }
+  tm_engine_bounds_dispose(&bd);
+}
+
+TM_TEST(engine_a2_bounds_stay_exact) {
+  tm_error err;
+  enum { MAX_ROWS = 400 };
+  for (size_t i = 0; i < N_CASES; i++) {
+    const engine_case *c = &k_cases[i];
+    open_params p = {false, NULL, "bounds"};
+    tm_engine *e = open_engine(c, &p);
+    static int64_t ts[MAX_ROWS];
+    static bool live[MAX_ROWS];
+    int n = 0;
+    uint64_t seed = 12345 + i;
+    char what[128];
+    for (int step = 0; step < 24; step++) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      int op = (int)((seed >> 33) % 6);
+      snprintf(what, sizeof what, "%s step %d op %d", case_name(c), step, op);
+      if (op <= 1 || n == 0) { /* rows: some below the min, some above the max, a NULL */
+        row rows[12];
+        int k = 0;
+        for (; k < 12 && n < MAX_ROWS; k++, n++) {
+          int64_t x = (int64_t)((seed >> (k % 32)) % 100000) - 50000 + step * 3000;
+          ts[n] = (k == 5) ? INT64_MIN : x;
+          live[n] = true;
+          rows[k] = (row){n, ts[n], "r"};
+        }
+        commit_rows(e, rows, (size_t)k, NULL);
+      } else if (op == 2 || op == 3) { /* delete the row holding the max (op 2) or the min (op 3) */
+        int pick = -1;
+        for (int r = 0; r < n; r++)
+          if (live[r] && ts[r] != INT64_MIN &&
+              (pick < 0 || (op == 2 ? ts[r] > ts[pick] : ts[r] < ts[pick])))
+            pick = r;
+        if (pick >= 0) {
+          char cond[64];
+          snprintf(cond, sizeof cond, "id = %d", pick);
+          tm_engine_txn *t;
+          int64_t del;
+          TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+          TM_ASSERT_OK(tm_engine_txn_delete_where(t, cond, &del, &err), &err);
+          TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+          TM_ASSERT_INT_EQ(del, 1);
+          live[pick] = false;
+        }
+      } else if (op == 4) { /* retention: rows older than a cutoff near the middle */
+        int64_t cut = step * 3000 - 20000;
+        tm_engine_txn *t;
+        int64_t del;
+        TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+        TM_ASSERT_OK(tm_engine_txn_delete_before(t, tm_floor_div(cut, 1000000),
+                                                 (int32_t)(cut - tm_floor_div(cut, 1000000) * 1000000) * 1000,
+                                                 &del, &err), &err);
+        TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+        for (int r = 0; r < n; r++)
+          if (live[r] && ts[r] != INT64_MIN && ts[r] < cut) live[r] = false;
+      } else { /* a full replacement by two rows, or by none */
+        tm_engine_txn *t;
+        TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_REPLACE_ALL, &t, &err), &err);
+        for (int r = 0; r < n; r++) live[r] = false;
+        if (step % 2 == 0 && n + 2 <= MAX_ROWS) {
+          row rows[2] = {{n, 777 + step, "x"}, {n + 1, -777 - step, "y"}};
+          ts[n] = 777 + step;
+          ts[n + 1] = -777 - step;
+          live[n] = live[n + 1] = true;
+          n += 2;
+          tm_batch b;
+          make_rows(&b, rows, 2);
+          TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+          tm_batch_release(&b);
+        }
+        TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+      }
+      expect_bounds(e, ts, live, n, what);
+      if (c->mode == TM_ENGINE_FILE && step % 5 == 4) { /* reopen: hints come back from the file */
+        tm_engine_release(e);
+        e = open_engine(c, &p);
+        expect_bounds(e, ts, live, n, what);
+      }
+    }
+    if (c->mode == TM_ENGINE_FILE && c->kind != TM_ENGINE_SQLITE) {
+      /* Hints that lie (beyond every row on both sides): the answer is still exact. */
+      duckdb_connection conn;
+      TM_ASSERT_OK(tm_db__connect(tm_test_db(), &conn, &err), &err);
+      TM_ASSERT_OK(tm_db__exec(conn,
+                               "UPDATE \"tm$events\".main._tm_meta SET value = CASE key "
+                               "WHEN 'time_min' THEN '1900-01-01 00:00:00+00' "
+                               "ELSE '2200-01-01 00:00:00+00' END "
+                               "WHERE key IN ('time_min', 'time_max')",
+                               "test", &err), &err);
+      duckdb_disconnect(&conn);
+      tm_engine_release(e);
+      e = open_engine(c, &p);
+      expect_bounds(e, ts, live, n, "lying hints");
+    }
     tm_engine_release(e);
   }
 }
