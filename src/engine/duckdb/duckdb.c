@@ -674,7 +674,7 @@ static int bounds_run(duckdb_connection conn, const char *sql, const tm_column *
  * The time column's bounds use the hints of the last commit (duck_int.h):
  * when both hinted aggregates find a row they are the exact bounds, read
  * from the few row groups near them; otherwise every row is aggregated.
- * Both queries run in one read transaction.
+ * Either answer is one statement, so one committed state.
  */
 static int duck_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_error *err) {
   tm_duck_engine *e = tm_duck_of(base);
@@ -694,8 +694,6 @@ static int duck_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_er
   tm_buf sql = TM_BUF_INIT(1 << 16);
   duckdb_connection conn = NULL;
   int rc = tm_db__connect(base->db, &conn, err);
-  if (rc == TM_OK) rc = tm_db__exec(conn, "BEGIN TRANSACTION", base->cfg.dataset, err);
-  bool began = rc == TM_OK;
   if (rc == TM_OK && hinted) rc = bounds_sql(e, c, hint, &sql, err);
   if (rc == TM_OK && hinted) rc = bounds_run(conn, tm_buf_cstr(&sql), c, out, base->cfg.dataset, err);
   if (rc == TM_OK && !out->found) {
@@ -705,7 +703,6 @@ static int duck_bounds(tm_engine *base, size_t col, tm_engine_bounds *out, tm_er
     rc = bounds_sql(e, c, NULL, &sql, err);
     if (rc == TM_OK) rc = bounds_run(conn, tm_buf_cstr(&sql), c, out, base->cfg.dataset, err);
   }
-  if (began) tm_db__exec_quiet(conn, "COMMIT");
   if (conn) duckdb_disconnect(&conn);
   tm_buf_dispose(&sql);
   tm_free(hint[0]);
