@@ -202,6 +202,8 @@ static bool alias_taken(const tm_db *db, const char *alias) {
   return false;
 }
 
+static void detach_locked(tm_db *db, const char *alias);
+
 /* One try of tm_db__attach; *locked: another process holds the file. */
 static int attach_once(tm_db *db, const char *path, const char *name_hint, char **alias_out,
                        bool *locked, tm_error *err) {
@@ -209,8 +211,9 @@ static int attach_once(tm_db *db, const char *path, const char *name_hint, char 
   char *abs = NULL;
   if (path) {
     char *dir = tm_path_dirname(path);
+    if (!dir) return tm_error_nomem(err);
     char real[PATH_MAX];
-    bool ok = dir && realpath(dir, real);
+    bool ok = realpath(dir, real);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     if (ok) abs = tm_asprintf("%s/%s", real, base);
@@ -289,7 +292,10 @@ static int attach_once(tm_db *db, const char *path, const char *name_hint, char 
   if (rc == TM_OK) {
     db->att[db->n_att++] = (attachment){alias, abs, 1};
     *alias_out = tm_strdup(alias);
-    if (!*alias_out) rc = tm_error_nomem(err); /* stays attached; detached at close */
+    if (!*alias_out) {
+      rc = tm_error_nomem(err);
+      detach_locked(db, alias); /* frees alias and abs */
+    }
     alias = NULL;
     abs = NULL;
   }
@@ -318,24 +324,49 @@ int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **ali
   return TM_ECONFLICT;
 }
 
-void tm_db__detach(tm_db *db, const char *alias) {
-  if (!alias) return;
-  pthread_mutex_lock(&db->admin_mu);
+/* Drops one reference to alias; the last detaches. Under admin_mu. */
+static void detach_locked(tm_db *db, const char *alias) {
   for (size_t i = 0; i < db->n_att; i++) {
     attachment *a = &db->att[i];
     if (strcmp(a->alias, alias) != 0 || --a->refs > 0) continue;
-    tm_buf sql = TM_BUF_INIT(1 << 16);
+    /*
+     * The statement is built on the stack: a DETACH that could not even be
+     * written (out of memory) would leave DuckDB holding a database that the
+     * list no longer names, and the next ATTACH of the file would conflict.
+     */
+    char sql[1100] = "DETACH \"";
+    size_t n = strlen(sql);
+    bool fits = true;
+    for (const char *p = a->alias; *p && fits; p++) {
+      if (n + 3 >= sizeof sql) fits = false;
+      else if (*p == '"') sql[n++] = '"', sql[n++] = '"';
+      else sql[n++] = *p;
+    }
+    if (fits && n + 2 < sizeof sql) {
+      sql[n++] = '"';
+      sql[n] = '\0';
+    } else {
+      fits = false;
+    }
     tm_error err;
-    if (tm_buf_puts(&sql, "DETACH ", &err) == TM_OK &&
-        tm_engine__quote_ident(&sql, a->alias, &err) == TM_OK &&
-        tm_db__exec(db->admin, tm_buf_cstr(&sql), "detach", &err) != TM_OK)
-      tm_log(TM_LOG_WARN, NULL, "%s", err.message);
-    tm_buf_dispose(&sql);
+    tm_error_init(&err);
+    if (!fits || tm_db__exec(db->admin, sql, "detach", &err) != TM_OK) {
+      /* Still attached: kept in the list, unused, for the next attach of the file. */
+      if (!fits) tm_log(TM_LOG_WARN, NULL, "cannot detach %s: its name is too long", a->alias);
+      else tm_log(TM_LOG_WARN, NULL, "%s", err.message);
+      break;
+    }
     tm_free(a->alias);
     tm_free(a->path);
     db->att[i] = db->att[--db->n_att];
     break;
   }
+}
+
+void tm_db__detach(tm_db *db, const char *alias) {
+  if (!alias) return;
+  pthread_mutex_lock(&db->admin_mu);
+  detach_locked(db, alias);
   pthread_mutex_unlock(&db->admin_mu);
 }
 
