@@ -667,7 +667,9 @@ static int next_bounds(duck_txn *t, char *out[2], tm_error *err) {
     tm_duck_type_sql(ty, ts, sizeof ts);
     const char *fn[2] = {"least", "greatest"}, *mine[2] = {a, b};
     tm_buf sql = TM_BUF_INIT(1 << 12);
-    int rc = TM_OK;
+    /* Constants only, on a connection of their own: an error here cannot abort the commit. */
+    duckdb_connection k = NULL;
+    int rc = tm_db__connect(t->base.engine->db, &k, err);
     for (int i = 0; rc == TM_OK && i < 2; i++) {
       tm_buf_clear(&sql);
       rc = tm_buf_printf(&sql, err, "SELECT CAST(%s(CAST(", fn[i]);
@@ -677,7 +679,7 @@ static int next_bounds(duck_txn *t, char *out[2], tm_error *err) {
       if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " AS %s)) AS VARCHAR)", ts);
       char *v = NULL;
       duckdb_result r;
-      if (rc == TM_OK && duckdb_query(e->writer, tm_buf_cstr(&sql), &r) == DuckDBSuccess &&
+      if (rc == TM_OK && duckdb_query(k, tm_buf_cstr(&sql), &r) == DuckDBSuccess &&
           duckdb_row_count(&r) == 1 && !duckdb_value_is_null(&r, 0, 0)) {
         char *d = duckdb_value_varchar(&r, 0, 0);
         v = d ? tm_strdup(d) : NULL;
@@ -688,6 +690,7 @@ static int next_bounds(duck_txn *t, char *out[2], tm_error *err) {
       if (rc == TM_OK && !v) break; /* a text DuckDB did not take: aggregate below */
     }
     tm_buf_dispose(&sql);
+    if (k) duckdb_disconnect(&k);
     if (rc < 0 || (out[0] && out[1])) return rc;
     tm_free(out[0]);
     tm_free(out[1]);
