@@ -3,7 +3,7 @@
 # harness of tests/unit/engine/test_engine_kill.c, which forks a writer that
 # commits batches in a loop, kills it at random instants and checks after
 # each kill that reopening shows exactly the committed batches.
-# TM_STRESS=1 (make stress): 120 trials per engine (cayenne, sqlite), 240 in all.
+# TM_STRESS=1 (make stress): 120 trials per engine (cayenne, duckdb, sqlite), 360 in all.
 # Otherwise (make check): the short form, 10 per engine.
 set -euo pipefail
 : "${TM_BUILD_DIR:=$(cd "$(dirname "$0")/../.." && pwd)/build/dev}"
