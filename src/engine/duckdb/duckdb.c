@@ -575,7 +575,8 @@ int tm_duck__time_bounds(tm_duck_engine *e, duckdb_connection c, char *out[2], t
       if (rc == TM_OK && hinted) {
         rc = tm_buf_puts(&sql, " WHERE ", err);
         if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, col->name, err);
-        if (rc == TM_OK) rc = tm_buf_printf(&sql, err, "%sCAST(", cmp[i]);
+        /* TRY_CAST: a hint DuckDB cannot read (a damaged file) lets no row pass. */
+        if (rc == TM_OK) rc = tm_buf_printf(&sql, err, "%sTRY_CAST(", cmp[i]);
         if (rc == TM_OK) rc = tm_engine__quote_string(&sql, hint[i], strlen(hint[i]), err);
         if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " AS %s)", ty);
       }
@@ -625,7 +626,7 @@ static int bounds_sql(tm_duck_engine *e, const tm_column *c, char *const hint[2]
     TM_TRY(tm_duck__table(sql, e, TM_DUCK_ROWS, err));
     TM_TRY(tm_buf_puts(sql, " WHERE ", err));
     TM_TRY(tm_engine__quote_ident(sql, c->name, err));
-    TM_TRY(tm_buf_printf(sql, err, "%sCAST(", cmp[i]));
+    TM_TRY(tm_buf_printf(sql, err, "%sTRY_CAST(", cmp[i])); /* unreadable: no row passes */
     TM_TRY(tm_engine__quote_string(sql, hint[i], strlen(hint[i]), err));
     TM_TRY(tm_buf_printf(sql, err, " AS %s))", ty));
   }

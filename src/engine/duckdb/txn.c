@@ -672,7 +672,8 @@ static int next_bounds(duck_txn *t, char *out[2], tm_error *err) {
     int rc = tm_db__connect(t->base.engine->db, &k, err);
     for (int i = 0; rc == TM_OK && i < 2; i++) {
       tm_buf_clear(&sql);
-      rc = tm_buf_printf(&sql, err, "SELECT CAST(%s(CAST(", fn[i]);
+      /* TRY_CAST of the stored hint: an unreadable one is ignored (least and greatest skip NULL). */
+      rc = tm_buf_printf(&sql, err, "SELECT CAST(%s(TRY_CAST(", fn[i]);
       if (rc == TM_OK) rc = tm_engine__quote_string(&sql, old[i], strlen(old[i]), err);
       if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " AS %s), CAST(", ts);
       if (rc == TM_OK) rc = tm_engine__quote_string(&sql, mine[i], strlen(mine[i]), err);

@@ -830,6 +830,24 @@ TM_TEST(engine_a2_bounds_stay_exact) {
       tm_engine_release(e);
       e = open_engine(c, &p);
       expect_bounds(e, ts, live, n, "lying hints");
+      /* Hints DuckDB cannot read (damaged on disk): still exact, and a commit still goes in. */
+      TM_ASSERT_OK(tm_db__connect(tm_test_db(), &conn, &err), &err);
+      TM_ASSERT_OK(tm_db__exec(conn,
+                               "UPDATE \"tm$events\".main._tm_meta SET value = 'not a time' "
+                               "WHERE key IN ('time_min', 'time_max')",
+                               "test", &err), &err);
+      duckdb_disconnect(&conn);
+      tm_engine_release(e);
+      e = open_engine(c, &p);
+      expect_bounds(e, ts, live, n, "unreadable hints");
+      if (n + 1 <= MAX_ROWS) {
+        row one[1] = {{n, 4242, "z"}};
+        ts[n] = 4242;
+        live[n] = true;
+        n++;
+        commit_rows(e, one, 1, NULL);
+        expect_bounds(e, ts, live, n, "a commit over unreadable hints");
+      }
     }
     tm_engine_release(e);
   }
