@@ -72,6 +72,8 @@ static int ss_open(void *handle, const size_t *cols, size_t n_cols, const tm_pre
   req.n_columns = n_cols;
   req.predicate = c->pred.n_terms ? &c->pred : NULL;
   if (rc == TM_OK) rc = tm_source_scan(s->src, &req, &c->scan, err);
+  /* The source decodes ahead while DuckDB runs the statement (readahead.c). */
+  if (rc == TM_OK) rc = tm_scan_readahead(&c->scan, err);
   if (rc < 0) {
     ss_close(c);
     return rc;

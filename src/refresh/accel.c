@@ -83,6 +83,16 @@ const char *tm_accel_status_name(tm_accel_status s) {
 
 size_t tm_refresh_result_line(const tm_refresh_result *r, const char *dataset, char *buf,
                               size_t cap) {
+  if (cap == 0) return 0;
+  size_t n = tm_refresh_result_what(r, dataset, buf, cap);
+  /* cli/noop.c prints a replayed line with the same " in %.2f s". */
+  int k = snprintf(buf + n, cap - n, " in %.2f s", (double)r->duration_ms / 1000.0);
+  if (k < 0) return n;
+  return (size_t)k < cap - n ? n + (size_t)k : cap - 1;
+}
+
+size_t tm_refresh_result_what(const tm_refresh_result *r, const char *dataset, char *buf,
+                              size_t cap) {
   char how[160];
   if (r->how == TM_READ_SNAPSHOTS) {
     char parts[128] = "";
@@ -106,8 +116,8 @@ size_t tm_refresh_result_line(const tm_refresh_result *r, const char *dataset, c
   } else {
     snprintf(how, sizeof how, "via time");
   }
-  int n = snprintf(buf, cap, "%s: %s%lld rows %s in %.2f s", dataset, r->full ? "" : "+",
-                   (long long)r->rows_written, how, (double)r->duration_ms / 1000.0);
+  int n = snprintf(buf, cap, "%s: %s%lld rows %s", dataset, r->full ? "" : "+",
+                   (long long)r->rows_written, how);
   if (n < 0 || cap == 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -511,9 +521,20 @@ static int load_window(run *r, const tm_predicate *window, tm_dedup *dd) {
 }
 
 /* Opens the read: the source directly, or refresh_sql over it. */
+/*
+ * The source's scan, decoding ahead on a second thread while this one hands
+ * rows to the engine (readahead.c; a refresh_sql statement's source scan
+ * reads ahead the same way, sqlsource.c).
+ */
 static int open_read(run *r, const tm_scan_request *sreq, tm_scan **scan_out) {
   if (r->sql) return tm_sqlsource_scan(r->sql, sreq, scan_out, r->err);
-  return tm_source_scan(r->a->source, sreq, scan_out, r->err);
+  TM_TRY(tm_source_scan(r->a->source, sreq, scan_out, r->err));
+  int rc = tm_scan_readahead(scan_out, r->err);
+  if (rc < 0) {
+    tm_scan_free(*scan_out);
+    *scan_out = NULL;
+  }
+  return rc;
 }
 
 static void report_progress(run *r, const tm_scan *scan) {

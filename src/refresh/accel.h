@@ -102,6 +102,9 @@ typedef struct tm_refresh_result {
  */
 size_t tm_refresh_result_line(const tm_refresh_result *r, const char *dataset, char *buf,
                               size_t cap);
+/** The line without its duration: "events: +1200 rows via time" (the no-op stamp, cli/noop.h). */
+size_t tm_refresh_result_what(const tm_refresh_result *r, const char *dataset, char *buf,
+                              size_t cap);
 
 /**
  * A new acceleration for def (which must outlive it). Opens the source

@@ -172,6 +172,15 @@ int tm_source_scan(tm_source *s, const tm_scan_request *req, tm_scan **out, tm_e
 int tm_scan_next(tm_scan *s, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
 const tm_scan_stats *tm_scan_get_stats(const tm_scan *s);
 void tm_scan_free(tm_scan *s);
+/**
+ * Wraps *scan (taken) in one that decodes the next batches on a worker
+ * thread while the caller works on the current one (readahead.c). The
+ * batches, their order, the stats as of each batch and the first error are
+ * the ones *scan would give. Without a thread (none can be started, or an
+ * allocation failure is set up, tm_alloc_fault_armed) *scan stays as it is. Errors: only
+ * TM_ENOMEM, and then *scan stays too.
+ */
+int tm_scan_readahead(tm_scan **scan, tm_error *err) TM_WARN_UNUSED;
 
 /* Base helpers for backends. */
 int tm_source__init(tm_source *s, const tm_source_vtable *vt, const tm_source_options *opts,

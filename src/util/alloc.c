@@ -32,6 +32,7 @@ void tm_alloc_fail_at(int64_t n, bool sticky) {
   atomic_store(&g_fail_at, n);
 }
 
+bool tm_alloc_fault_armed(void) { return atomic_load(&g_fail_at) > 0; }
 int64_t tm_alloc_count(void) { return atomic_load(&g_count); }
 bool tm_alloc_failed(void) { return atomic_load(&g_failed); }
 int64_t tm_alloc_live(void) { return atomic_load(&g_live); }

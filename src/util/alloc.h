@@ -48,6 +48,12 @@ static inline bool tm_add_overflow(size_t a, size_t b, size_t *out) {
  * the first failure fails too. Counts are process-wide and thread-safe.
  */
 void tm_alloc_fail_at(int64_t n, bool sticky);
+/**
+ * Whether a failure is set up (tm_alloc_fail_at(n > 0)): code that would
+ * make the order of allocations vary between runs (another thread) stays
+ * sequential then, so the N-th allocation is the same one on each run.
+ */
+bool tm_alloc_fault_armed(void);
 /** Allocations since the last tm_alloc_fail_at() or start. */
 int64_t tm_alloc_count(void);
 /** Whether an injected failure has fired since the last tm_alloc_fail_at(). */
