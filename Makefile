@@ -43,8 +43,9 @@ stress: dev
 	@scripts/install-test-deps
 	@TM_STRESS=1 scripts/stress
 
-# Installs bin/tidemark and lib/libduckdb.so under PREFIX (the program finds the
-# library through its rpath, $ORIGIN/../lib).
+# Installs bin/tidemark (the front), libexec/tidemark/tidemark-core (the runtime)
+# and lib/libduckdb.so under PREFIX (the runtime finds the library through its
+# rpath, $ORIGIN/../../lib).
 PREFIX ?= /usr/local
 install: release
 	@cmake --install build/release --prefix $(PREFIX)

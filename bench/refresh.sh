@@ -53,17 +53,30 @@ echo "-- 3. no-op refresh (nothing new): the refresh itself, and the whole proce
 setup "$w/b" "" "${files10[0]}"
 "$tm" refresh -c "$w/b/tm.yaml" >/dev/null
 s=$(date +%s%N); for i in 1 2 3 4 5; do "$tm" --version >/dev/null; done; e=$(date +%s%N)
-echo "   process start-up alone (tidemark --version): $(( (e - s) / 5000000 )) ms"
+echo "   start-up of tidemark-core with DuckDB (tidemark --version): $(( (e - s) / 5000000 )) ms"
+# Best of 7 wall-clock milliseconds of a command.
+best_ms() {
+  local best=999999 i s e
+  for i in 1 2 3 4 5 6 7; do
+    [[ ${prep:-} ]] && eval "$prep"
+    s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N)
+    (( (e - s) / 1000000 < best )) && best=$(( (e - s) / 1000000 ))
+  done
+  echo "$best"
+}
 for n in 1M:"$w/b" 11M:"$w/a"; do
   label=${n%%:*} dir=${n#*:}
-  best=999 best_in=999
-  for i in 1 2 3 4 5 6 7; do
-    s=$(date +%s%N); TIDEMARK_LOG=info "$tm" refresh -c "$dir/tm.yaml" >/dev/null 2>"$w/log"; e=$(date +%s%N)
-    ms=$(( (e - s) / 1000000 )); (( ms < best )) && best=$ms
+  best_in=999
+  for i in 1 2 3 4 5 6 7; do # logs on: tidemark-core runs the refresh each time
+    TIDEMARK_LOG=info "$tm" refresh -c "$dir/tm.yaml" >/dev/null 2>"$w/log"
     in=$(sed -n 's/.*refresh finished:.*; \([0-9.]*\) ms$/\1/p' "$w/log")
     best_in=$(awk -v a="$in" -v b="$best_in" 'BEGIN { print (a < b ? a : b) }')
   done
-  echo "   at $label rows: refresh ${best_in} ms; whole process ${best} ms (best of 7; target < 20 ms for the whole process, docs/REFRESH.md says why it is not met)"
+  core=$(prep="rm -f '$dir/.tidemark/refresh.noop'" best_ms "$tm" refresh -c "$dir/tm.yaml")
+  "$tm" refresh -c "$dir/tm.yaml" >/dev/null # leaves the no-op stamp
+  [[ -f $dir/.tidemark/refresh.noop ]] || { echo "   no no-op stamp was left in $dir/.tidemark" >&2; exit 1; }
+  front=$(best_ms "$tm" refresh -c "$dir/tm.yaml")
+  echo "   at $label rows: refresh ${best_in} ms; whole process ${core} ms running the refresh, ${front} ms answered from the no-op stamp (best of 7; target < 20 ms)"
 done
 
 echo "-- 4. overlap re-reading 100K rows (refresh_append_overlap: 10000s = 100,000 rows at 10 rows/s)"

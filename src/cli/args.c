@@ -142,3 +142,13 @@ const char *tm_cli_get(const tm_cli_cmd *cmd, const tm_cli_args *args, const cha
 bool tm_cli_flag(const tm_cli_cmd *cmd, const tm_cli_args *args, const char *long_name) {
   return tm_cli_get(cmd, args, long_name) != NULL;
 }
+
+static int g_argc;
+static char **g_argv;
+
+void tm_cli_set_argv(int argc, char **argv) {
+  g_argc = argc;
+  g_argv = argv;
+}
+int tm_cli_argc(void) { return g_argc; }
+char **tm_cli_argv(void) { return g_argv; }

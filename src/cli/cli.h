@@ -57,6 +57,10 @@ bool tm_cli_flag(const tm_cli_cmd *cmd, const tm_cli_args *args, const char *lon
 /** Prints "tidemark CMD: message" to stderr and returns TM_EXIT_USAGE. */
 int tm_cli_usage_error(const tm_cli_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/** The process's command line, as main() got it (the no-op stamp's key, noop.h). */
+void tm_cli_set_argv(int argc, char **argv);
+int tm_cli_argc(void);
+char **tm_cli_argv(void);
 /** Prints "tidemark: message" to stderr and returns code. */
 int tm_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Says that cmd needs a layer this build does not have yet; exit code 1. */

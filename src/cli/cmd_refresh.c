@@ -5,6 +5,15 @@
  * Prints one summary line per dataset on stdout; logs (warnings such as a
  * fallback, B6) go to stderr. On a terminal, a long refresh shows progress
  * on stderr. Exit code 0 when every refresh succeeded, 1 otherwise.
+ *
+ * A run that changed nothing leaves the no-op stamp (noop.h), so that the
+ * next identical run is answered by the front program without starting
+ * this one. Only a run whose outcome depends on nothing but the files the
+ * stamp pins leaves one: every dataset it refreshes reads a local source
+ * (file: or a file-system Iceberg table without remapped locations) into
+ * a file-mode acceleration without retention or snapshots, and reports +0
+ * rows by time or "no new snapshot"; nothing was logged; no --full or
+ * --sql; and the sources did not change while it ran.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,11 +23,13 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
+#include "io/io.h"
 #include "refresh/accel.h"
 #include "runtime/config/config.h"
 #include "runtime/runtime.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/noop.h"
 #include "util/time.h"
 
 /* DuckDB's memory limit of `tidemark refresh` when the config sets none. */
@@ -50,7 +61,189 @@ static void on_progress(const char *dataset, int64_t files, int64_t rows, void *
   p->shown = true;
 }
 
+/* The no-op stamp this run may leave (noop.h). */
+typedef struct stamp_plan {
+  bool ok;            /* the run can still leave a stamp */
+  uint64_t key;
+  int64_t logs;       /* tm_log_emitted() when the command started */
+  char *stamp;        /* owned: <config dir>/.tidemark/refresh.noop */
+  char **paths;       /* owned: the config file, then each dataset's source root */
+  uint64_t *before;   /* the trees of paths before the refreshes */
+  size_t n_paths;
+  char **lines;       /* owned: each dataset's summary without its duration */
+  size_t n_lines;
+} stamp_plan;
+
+static void plan_dispose(stamp_plan *p) {
+  for (size_t i = 0; i < p->n_paths; i++) tm_free(p->paths[i]);
+  for (size_t i = 0; i < p->n_lines; i++) tm_free(p->lines[i]);
+  tm_free(p->paths);
+  tm_free(p->before);
+  tm_free(p->lines);
+  tm_free(p->stamp);
+  memset(p, 0, sizeof *p);
+}
+
+/* Appends an owned path and its tree now; false (and the plan off) when that fails. */
+static void plan_path(stamp_plan *p, char *path) {
+  if (!p->ok || !path) {
+    tm_free(path);
+    p->ok = false;
+    return;
+  }
+  char **paths = tm_reallocarray(p->paths, p->n_paths + 1, sizeof *paths);
+  if (paths) p->paths = paths;
+  uint64_t *before = tm_reallocarray(p->before, p->n_paths + 1, sizeof *before);
+  if (before) p->before = before;
+  if (!paths || !before || !tm_noop_tree(path, &p->before[p->n_paths])) {
+    tm_free(path);
+    p->ok = false;
+    return;
+  }
+  p->paths[p->n_paths++] = path;
+}
+
+static char *absolute(const char *dir, const char *path) {
+  if (path[0] == '/') return tm_strdup(path);
+  return tm_path_join(dir, path);
+}
+
+/* The local folder or file dataset d reads, or NULL when it reads none (or not only one). */
+static char *local_source(const tm_config *cfg, const tm_dataset_def *d) {
+  const char *p = d->from;
+  if (d->source_kind == TM_SOURCE_ICEBERG_FILE) {
+    p += strlen("iceberg:");
+    /* An explicit metadata file or remapped data locations: other paths are read too. */
+    for (size_t i = 0; i < d->params.len; i++)
+      if (!strcmp(d->params.items[i].key, "metadata_location") ||
+          tm_str_has_prefix(d->params.items[i].key, "location_"))
+        return NULL;
+  } else if (d->source_kind != TM_SOURCE_FILE) {
+    return NULL;
+  }
+  if (tm_str_has_prefix(p, "file://")) p += 7;
+  else if (tm_str_has_prefix(p, "file:")) p += 5;
+  else return NULL;
+  if (!*p) return NULL;
+  char *abs = absolute(cfg->dir, p);
+  if (abs && d->source_kind == TM_SOURCE_ICEBERG_FILE && tm_str_has_suffix(abs, ".metadata.json")) {
+    char *meta = tm_path_dirname(abs); /* <table>/metadata */
+    tm_free(abs);
+    abs = meta ? tm_path_dirname(meta) : NULL;
+    tm_free(meta);
+  }
+  return abs;
+}
+
+/*
+ * Whether the outcome of refreshing d depends only on its files (see the top
+ * of this file), its acceleration's among them: inside <config dir>/.tidemark,
+ * which the stamp pins whole (not a file a param put elsewhere).
+ */
+static bool stampable(const tm_config *cfg, const tm_dataset_def *d) {
+  const tm_acceleration_def *a = &d->acceleration;
+  if (a->mode != TM_ENGINE_FILE || a->retention_check_enabled ||
+      a->snapshots != TM_SNAPSHOTS_DISABLED || !d->data_path)
+    return false;
+  size_t n = strlen(cfg->dir);
+  return strncmp(d->data_path, cfg->dir, n) == 0 && strncmp(d->data_path + n, "/.tidemark/", 11) == 0 &&
+         !strstr(d->data_path + n, "/..");
+}
+
+/*
+ * Whether the config file names one of the variables the stamp's key leaves
+ * out (tm_noop_volatile_env: _, SHLVL, OLDPWD), so that its values could
+ * matter. Unreadable: yes.
+ */
+static bool reads_volatile_env(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return true;
+  char *text = tm_malloc(TM_CONFIG_MAX_BYTES + 1);
+  size_t n = text ? fread(text, 1, TM_CONFIG_MAX_BYTES, f) : 0;
+  fclose(f);
+  if (!text) return true;
+  text[n] = '\0';
+  bool named = strcasestr(text, "SHLVL") || strcasestr(text, "OLDPWD") || strstr(text, ":_}");
+  tm_free(text);
+  return named;
+}
+
+/* Starts the plan: removes any stamp, pins the key, the config file and the sources. */
+static void plan_start(stamp_plan *p, const tm_config *cfg, const tm_cli_cmd *cmd,
+                       const tm_cli_args *args, int64_t logs) {
+  memset(p, 0, sizeof *p);
+  p->logs = logs;
+  p->stamp = tm_asprintf("%s/.tidemark/%s", cfg->dir, TM_NOOP_STAMP_NAME);
+  if (!p->stamp) return;
+  unlink(p->stamp); /* whatever this run does, the old stamp no longer holds */
+  p->ok = !tm_cli_get(cmd, args, "sql") && !tm_cli_flag(cmd, args, "full") &&
+          tm_noop_key(tm_cli_argc(), tm_cli_argv(), "/proc/self/exe", &p->key);
+  char cwd[4096];
+  if (p->ok && getcwd(cwd, sizeof cwd)) plan_path(p, absolute(cwd, cfg->path));
+  else p->ok = false;
+  if (p->ok && reads_volatile_env(cfg->path)) p->ok = false;
+}
+
+/* Whether this command refreshes d: named, or every accelerated dataset when none is. */
+static bool selected(const tm_dataset_def *d, const tm_cli_args *args) {
+  if (!d->has_acceleration || !d->acceleration.enabled) return false;
+  bool named = args->n_positional == 0;
+  for (size_t k = 0; k < args->n_positional; k++)
+    if (strcmp(args->positional[k], d->name) == 0) named = true;
+  return named;
+}
+
+/* Pins the source of every dataset this command refreshes, before it reads them. */
+static void plan_sources(stamp_plan *p, const tm_config *cfg, const tm_cli_args *args) {
+  for (size_t i = 0; p->ok && i < cfg->n_datasets; i++) {
+    const tm_dataset_def *d = &cfg->datasets[i];
+    if (!selected(d, args)) continue;
+    char *root = stampable(cfg, d) ? local_source(cfg, d) : NULL;
+    plan_path(p, root); /* NULL: the plan is off */
+  }
+}
+
+/* The outcome r of a refresh: whether the stamp can replay it. */
+static void plan_result(stamp_plan *p, const tm_dataset_def *d, const tm_refresh_result *r) {
+  bool noop = r->rows_written == 0 && r->fallback == TM_FALLBACK_NONE &&
+              (r->how == TM_READ_NOTHING || r->how == TM_READ_BY_TIME || r->how == TM_READ_FULL);
+  if (!p->ok || !noop) {
+    p->ok = false;
+    return;
+  }
+  char line[512];
+  tm_refresh_result_what(r, d->name, line, sizeof line);
+  char **lines = tm_reallocarray(p->lines, p->n_lines + 1, sizeof *lines);
+  if (lines) p->lines = lines;
+  char *copy = lines ? tm_strdup(line) : NULL;
+  if (!copy) {
+    p->ok = false;
+    return;
+  }
+  p->lines[p->n_lines++] = copy;
+}
+
+/*
+ * After the refreshes, with every acceleration closed: when nothing was
+ * logged and no source changed while they ran, writes the stamp with the
+ * trees as they are now and the .tidemark folder's.
+ */
+static void plan_finish(stamp_plan *p, const tm_config *cfg) {
+  if (!p->ok || p->n_lines == 0 || tm_log_emitted() != p->logs) return;
+  for (size_t i = 0; i < p->n_paths; i++) {
+    uint64_t now;
+    if (!tm_noop_tree(p->paths[i], &now) || now != p->before[i]) return;
+  }
+  /* The accelerations as this run left them (plan_path hashes the tree now). */
+  plan_path(p, tm_asprintf("%s/.tidemark", cfg->dir));
+  if (!p->ok) return;
+  /* Best effort: without a stamp the next run is just not shortened. */
+  (void)tm_noop_write(p->stamp, p->key, (const char *const *)p->paths, p->before, p->n_paths,
+                      (const char *const *)p->lines, p->n_lines);
+}
+
 static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
+  int64_t logs = tm_log_emitted();
   const char *url = tm_cli_get(cmd, args, "url");
   if (url) return tm_cli_refresh_remote(cmd, url, args);
   const char *sql = tm_cli_get(cmd, args, "sql");
@@ -73,12 +266,16 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
       return code;
     }
   }
+  stamp_plan plan;
+  plan_start(&plan, &cfg, cmd, args, logs);
+  plan_sources(&plan, &cfg, args);
   /* A running server owns these accelerations: it refreshes them (SPEC 1.2). */
   char *owner = tm_cli_owner_url(&cfg);
   if (owner) {
     fprintf(stderr, "tidemark: the server at %s owns these accelerations; asking it to refresh\n", owner);
     code = tm_cli_refresh_remote(cmd, owner, args);
     tm_free(owner);
+    plan_dispose(&plan);
     tm_config_dispose(&cfg);
     return code;
   }
@@ -94,6 +291,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_error_init(&dberr);
   if (tm_runtime_db_open(&cfg, &db, &dberr) != TM_OK) {
     fprintf(stderr, "tidemark: %s\n", dberr.message);
+    plan_dispose(&plan);
     tm_config_dispose(&cfg);
     return TM_EXIT_FAILURE;
   }
@@ -105,10 +303,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   int failures = 0, refreshed = 0;
   for (size_t i = 0; i < cfg.n_datasets; i++) {
     const tm_dataset_def *d = &cfg.datasets[i];
-    bool named = args->n_positional == 0;
-    for (size_t k = 0; k < args->n_positional; k++)
-      if (strcmp(args->positional[k], d->name) == 0) named = true;
-    if (!named || !d->has_acceleration || !d->acceleration.enabled) continue;
+    if (!selected(d, args)) continue;
     refreshed++;
     tm_error err;
     tm_error_init(&err);
@@ -116,6 +311,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     if (tm_accel_new(&a, d, &ao, &err) != TM_OK) {
       fprintf(stderr, "tidemark: %s: %s\n", d->name, err.message);
       failures++;
+      plan.ok = false;
       continue;
     }
     tm_refresh_request req;
@@ -129,8 +325,12 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     }
     tm_refresh_result res;
     int rc = tm_accel_refresh(a, &req, &res, &err);
-    if (p.shown) fprintf(stderr, "\r\033[K");
+    if (p.shown) {
+      fprintf(stderr, "\r\033[K");
+      plan.ok = false;
+    }
     if (rc == TM_OK) {
+      plan_result(&plan, d, &res);
       char line[512];
       tm_refresh_result_line(&res, d->name, line, sizeof line);
       printf("%s\n", line);
@@ -138,10 +338,13 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     } else {
       fprintf(stderr, "tidemark: %s: refresh failed: %s\n", d->name, err.message);
       failures++;
+      plan.ok = false;
     }
     tm_accel_free(a);
   }
   tm_db_release(db);
+  if (failures == 0) plan_finish(&plan, &cfg);
+  plan_dispose(&plan);
   tm_config_dispose(&cfg);
   if (refreshed == 0) fprintf(stderr, "tidemark: no accelerated dataset to refresh\n");
   return failures ? TM_EXIT_FAILURE : TM_EXIT_OK;

@@ -1,5 +1,6 @@
 /*
- * main.c - `tidemark`: the command table and dispatch (cli layer).
+ * main.c - tidemark-core: the command table and dispatch (cli layer). The
+ * `tidemark` program users run is front.c, which runs this one.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@ static void print_main_help(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  tm_cli_set_argv(argc, argv);
   tm_log_init_from_env();
   /* Past RLIMIT_FSIZE a write fails with EFBIG ("File too large") and the refresh
    * fails cleanly, keeping the previous acceleration; the default action of

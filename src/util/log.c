@@ -17,6 +17,7 @@ static _Atomic int g_level = TM_LOG_INFO;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static tm_log_sink_fn g_sink;
 static void *g_sink_payload;
+static int64_t g_emitted; /* guarded by g_lock */
 
 int tm_log_level_parse(const char *s, tm_log_level *out) {
   static const struct { const char *name; tm_log_level level; } names[] = {
@@ -75,6 +76,7 @@ void tm_logv(tm_log_level level, const char *dataset, const char *fmt, va_list a
   for (char *p = line; *p; p++)
     if (*p == '\n' || *p == '\r') *p = ' ';
   pthread_mutex_lock(&g_lock);
+  g_emitted++;
   if (g_sink) {
     g_sink(level, line, g_sink_payload);
   } else {
@@ -83,6 +85,13 @@ void tm_logv(tm_log_level level, const char *dataset, const char *fmt, va_list a
     fflush(stderr);
   }
   pthread_mutex_unlock(&g_lock);
+}
+
+int64_t tm_log_emitted(void) {
+  pthread_mutex_lock(&g_lock);
+  int64_t n = g_emitted;
+  pthread_mutex_unlock(&g_lock);
+  return n;
 }
 
 void tm_log(tm_log_level level, const char *dataset, const char *fmt, ...) {

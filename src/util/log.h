@@ -10,6 +10,7 @@
 #define TM_UTIL_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdbool.h>
 
 #include "util/error.h"
@@ -32,6 +33,8 @@ int tm_log_level_parse(const char *s, tm_log_level *out);
 const char *tm_log_level_name(tm_log_level level);
 
 /** dataset may be NULL. Thread-safe: lines never interleave. */
+/** Lines written so far (past the level filter), process wide. */
+int64_t tm_log_emitted(void);
 void tm_log(tm_log_level level, const char *dataset, const char *fmt, ...) TM_PRINTF(3, 4);
 void tm_logv(tm_log_level level, const char *dataset, const char *fmt, va_list ap);
 
