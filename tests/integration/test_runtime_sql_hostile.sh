@@ -80,15 +80,19 @@ refused "SELECT list(range) FROM range(100000000)" "more memory than the limit"
 # Nothing was written or read outside the data folder.
 for f in out.csv out.parquet exp x.duckdb; do [[ ! -e $T/$f ]] || fail "$f was written"; done
 
-# While a slow query runs into its limit, other clients are answered at once.
+# While a slow query runs into its limit, other clients are answered at once:
+# the first query after it comes back before it ends (queued behind it, it
+# would come after its 1500 ms limit), and four more are answered too. A
+# wall-clock bound on all five failed on a loaded CI machine.
 curl -s -o "$T/slow" -w '%{http_code}' -X POST --data-binary "SELECT count(*) FROM range(1000000000000)" \
   "$BASE/v1/sql" > "$T/slow.status" &
 slow=$!
 sleep 0.2
 begin=$(date +%s%N)
-for i in 1 2 3 4 5; do still_serving "a slow query ($i)"; done
+still_serving "a slow query (1)"
 ms=$(( ($(date +%s%N) - begin) / 1000000 ))
-(( ms < 1000 )) || fail "5 queries beside a slow one took $ms ms"
+[[ ! -s $T/slow.status ]] || fail "a query beside a slow one took $ms ms: the slow one ended first"
+for i in 2 3 4 5; do still_serving "a slow query ($i)"; done
 wait "$slow"
 assert_eq "$(cat "$T/slow.status")" 400 "the slow query"
 assert_contains "$(cat "$T/slow")" "time limit"
