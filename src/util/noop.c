@@ -203,6 +203,16 @@ bool tm_noop_write(const char *stamp_path, uint64_t key, const char *const *path
   return ok;
 }
 
+/*
+ * Whether the line [p, nl) starts with word. The text is not NUL-terminated
+ * (a stamp as read, a fuzz input), so never strncmp past the line: found by
+ * fuzz_noop_stamp (fuzz/corpora/fuzz_noop_stamp/regress-strncmp-past-end).
+ */
+static bool starts(const char *p, const char *nl, const char *word) {
+  size_t n = strlen(word);
+  return (size_t)(nl - p) >= n && memcmp(p, word, n) == 0;
+}
+
 /* Parses 16 hex digits ending at end; false otherwise. */
 static bool parse_hex(const char *s, const char *end, uint64_t *out) {
   if (end - s != 16) return false;
@@ -232,7 +242,7 @@ bool tm_noop_parse(const char *text, size_t len, tm_noop_info *out) {
   /* The last line, "end <sum>", sums every byte before it. */
   const char *last = text + len - 1; /* its '\n' */
   while (last > text && last[-1] != '\n') last--;
-  if (last < text + magic || strncmp(last, "end ", 4) != 0) return false;
+  if (last < text + magic || !starts(last, text + len - 1, "end ")) return false;
   uint64_t sum;
   if (!parse_hex(last + 4, text + len - 1, &sum) || sum != tm_hash64(text, (size_t)(last - text), 0))
     return false;
@@ -242,13 +252,13 @@ bool tm_noop_parse(const char *text, size_t len, tm_noop_info *out) {
     if (!nl) return false;
     uint64_t h;
     const char *path;
-    if (!strncmp(p, "key ", 4) && nl - p >= 4) {
+    if (starts(p, nl, "key ")) {
       if (have_key || !parse_hex(p + 4, nl, &out->key)) return false;
       have_key = true;
-    } else if (!strncmp(p, "tree ", 5) && nl - p >= 5) {
+    } else if (starts(p, nl, "tree ")) {
       if (!parse_tree(p, nl, &h, &path)) return false;
       out->n_trees++;
-    } else if (!strncmp(p, "line ", 5) && nl - p >= 5) {
+    } else if (starts(p, nl, "line ")) {
       out->n_lines++;
     } else {
       return false;
@@ -275,7 +285,7 @@ bool tm_noop_replay(const char *stamp_path, uint64_t key, int64_t start_ns, FILE
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     uint64_t want, now;
     const char *at;
-    if (!strncmp(p, "tree ", 5)) {
+    if (starts(p, nl, "tree ")) {
       ok = parse_tree(p, nl, &want, &at) && (size_t)(nl - at) < sizeof path;
       if (ok) {
         memcpy(path, at, (size_t)(nl - at));
@@ -289,7 +299,7 @@ bool tm_noop_replay(const char *stamp_path, uint64_t key, int64_t start_ns, FILE
     double secs = (double)(tm_noop_now_ns() - start_ns) / 1e9;
     for (const char *p = body; p < end;) {
       const char *nl = memchr(p, '\n', (size_t)(end - p));
-      if (!strncmp(p, "line ", 5)) fprintf(out, "%.*s in %.2f s\n", (int)(nl - p - 5), p + 5, secs);
+      if (starts(p, nl, "line ")) fprintf(out, "%.*s in %.2f s\n", (int)(nl - p - 5), p + 5, secs);
       p = nl + 1;
     }
     fflush(out);
