@@ -150,24 +150,6 @@ static bool stampable(const tm_config *cfg, const tm_dataset_def *d) {
          !strstr(d->data_path + n, "/..");
 }
 
-/*
- * Whether the config file names one of the variables the stamp's key leaves
- * out (tm_noop_volatile_env: _, SHLVL, OLDPWD), so that its values could
- * matter. Unreadable: yes.
- */
-static bool reads_volatile_env(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return true;
-  char *text = tm_malloc(TM_CONFIG_MAX_BYTES + 1);
-  size_t n = text ? fread(text, 1, TM_CONFIG_MAX_BYTES, f) : 0;
-  fclose(f);
-  if (!text) return true;
-  text[n] = '\0';
-  bool named = strcasestr(text, "SHLVL") || strcasestr(text, "OLDPWD") || strstr(text, ":_}");
-  tm_free(text);
-  return named;
-}
-
 /* Starts the plan: removes any stamp, pins the key, the config file and the sources. */
 static void plan_start(stamp_plan *p, const tm_config *cfg, const tm_cli_cmd *cmd,
                        const tm_cli_args *args, int64_t logs) {
@@ -181,7 +163,8 @@ static void plan_start(stamp_plan *p, const tm_config *cfg, const tm_cli_cmd *cm
   char cwd[4096];
   if (p->ok && getcwd(cwd, sizeof cwd)) plan_path(p, absolute(cwd, cfg->path));
   else p->ok = false;
-  if (p->ok && reads_volatile_env(cfg->path)) p->ok = false;
+  /* Values the key leaves out (util/noop.h) must not matter. */
+  if (cfg->reads_volatile_env) p->ok = false;
 }
 
 /* Whether this command refreshes d: named, or every accelerated dataset when none is. */

@@ -45,7 +45,8 @@
  * The key of this invocation: argv[1..argc), the current folder, the
  * environment (in sorted order, but for the shell's bookkeeping variables
  * _, SHLVL and OLDPWD, which differ between two runs of the same command
- * from a script) and the identity of the program at core_path (device,
+ * from a script; a config whose ${env:} names one gets no stamp,
+ * tm_config.reads_volatile_env) and the identity of the program at core_path (device,
  * inode, size, times). false when one cannot be read.
  */
 bool tm_noop_key(int argc, char *const *argv, const char *core_path, uint64_t *key_out);

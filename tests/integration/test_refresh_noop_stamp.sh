@@ -94,10 +94,9 @@ assert_contains "$(cat "$T/log")" "refresh finished"
 # reads a variable the key leaves out (noop.h), retention, a memory acceleration,
 # an acceleration file outside .tidemark (which the stamp does not pin).
 cat >> "$T/tm.yaml" <<'YAML'
-  - from: file:src
+  - from: s3://bucket/other
     name: other
-    time_column: ts
-    acceleration: {refresh_mode: append, refresh_sql: "SELECT * FROM other WHERE '${env:SHLVL}' <> 'x'"}
+    params: {s3_region: "r${env:SHLVL}"}
 YAML
 tm_refresh -c "$T/tm.yaml" >/dev/null
 tm_refresh -c "$T/tm.yaml" >/dev/null

@@ -20,6 +20,7 @@
 
 #include "io/io.h"
 #include "util/alloc.h"
+#include "util/noop.h"
 
 typedef struct ctx {
   const char *file;     /* name used in messages */
@@ -236,7 +237,7 @@ static yaml_node_t *lookup(ctx *c, yaml_node_t *n, const char *key) {
 
 /* ---- ${env:NAME} --------------------------------------------------------- */
 
-int tm_config_expand_env(const char *s, char **out, tm_error *err) {
+int tm_config_expand_env(const char *s, char **out, bool *volatile_out, tm_error *err) {
   tm_buf b = TM_BUF_INIT(1 << 20);
   const char *p = s;
   int rc = TM_OK;
@@ -272,6 +273,11 @@ int tm_config_expand_env(const char *s, char **out, tm_error *err) {
     }
     memcpy(var, name, var_len);
     var[var_len] = '\0';
+    if (volatile_out) {
+      char entry[sizeof var + 1];
+      snprintf(entry, sizeof entry, "%s=", var);
+      if (tm_noop_volatile_env(entry)) *volatile_out = true;
+    }
     const char *value = getenv(var);
     if (!value) {
       rc = tm_error_set(err, TM_EINVALID, "environment variable %s is not set", var);
@@ -303,7 +309,8 @@ static int get_params(ctx *c, yaml_node_t *n, tm_kv *kv) {
     if (rc == TM_OK) {
       tm_error e;
       tm_error_init(&e);
-      if (tm_config_expand_env(value, &expanded, &e) != TM_OK) rc = fail(c, v, "%s", e.message);
+      if (tm_config_expand_env(value, &expanded, &c->cfg->reads_volatile_env, &e) != TM_OK)
+        rc = fail(c, v, "%s", e.message);
     }
     if (rc == TM_OK) rc = tm_kv_set(kv, key, expanded, c->err);
     tm_free(expanded);

@@ -126,11 +126,11 @@ TM_TEST(config_env_expansion) {
   tm_error err;
   char *out;
   setenv("TM_TEST_A", "alpha", 1);
-  TM_ASSERT_OK(tm_config_expand_env("x-${env:TM_TEST_A}-${secrets:TM_TEST_A}", &out, &err), &err);
+  TM_ASSERT_OK(tm_config_expand_env("x-${env:TM_TEST_A}-${secrets:TM_TEST_A}", &out, NULL, &err), &err);
   TM_ASSERT_STR_EQ(out, "x-alpha-alpha");
   tm_free(out);
-  TM_ASSERT_RC(tm_config_expand_env("${vault:x}", &out, &err), TM_EINVALID);
-  TM_ASSERT_RC(tm_config_expand_env("${env:TM_TEST_A", &out, &err), TM_EINVALID);
+  TM_ASSERT_RC(tm_config_expand_env("${vault:x}", &out, NULL, &err), TM_EINVALID);
+  TM_ASSERT_RC(tm_config_expand_env("${env:TM_TEST_A", &out, NULL, &err), TM_EINVALID);
 }
 
 TM_TEST(config_missing_file) {
