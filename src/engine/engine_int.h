@@ -244,29 +244,44 @@ int tm_duck_vector_write(duckdb_vector v, idx_t at, const tm_colview *c, int64_t
 /** Appends n rows of vector v (of t's DuckDB type) to cb (of type t). */
 int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *err)
     TM_WARN_UNUSED;
-/*
- * An appender that hands DuckDB whole vectors: rows wait in chunk until it
- * holds duckdb_vector_size() of them (see vector.c for why).
+/* ---- DuckDB: feeds -----------------------------------------------------------
+ *
+ * db/feed.c. Batches go into a table through an Arrow stream that one
+ * INSERT ... SELECT reads on DuckDB's threads, so that DuckDB converts and
+ * compresses row groups in parallel, in arrival order.
+ *
+ * A feed owns the connection from start to finish: the caller runs nothing
+ * else on it meanwhile (a statement that reads the table comes after
+ * tm_duck_feed_finish). The connection must be inside a transaction.
  */
-typedef struct tm_duck_appender {
-  duckdb_appender app;     /* borrowed */
-  duckdb_data_chunk chunk; /* borrowed scratch, of the appender's column types */
-  idx_t fill;              /* rows waiting in chunk */
-} tm_duck_appender;
+typedef struct tm_duck_feed tm_duck_feed;
 
-void tm_duck_appender_init(tm_duck_appender *a, duckdb_appender app, duckdb_data_chunk chunk);
 /**
- * Appends every row of b, whose columns are the appender's first columns;
- * n_extra more that fill_extra writes (keyed staging: arrival numbers), rows
- * at..at+n-1 of the chunk. On failure the rows of b not yet handed to DuckDB
- * are dropped (the rows of earlier calls still wait).
+ * Starts INSERT INTO target_sql (a quoted table name) SELECT * FROM the
+ * stream, on con, whose batches have the schema types (the table's column
+ * types, in its column order). view_schema (quoted "catalog".schema) is
+ * where the stream's view lives until the feed ends: a schema of the
+ * database the transaction writes to.
  */
-typedef int (*tm_duck_extra_fn)(duckdb_data_chunk chunk, idx_t first_col, idx_t at, idx_t n_rows,
-                                void *payload, tm_error *err);
-int tm_duck_append_batch(tm_duck_appender *a, const tm_batch *b, tm_duck_extra_fn fill_extra,
-                         void *payload, tm_error *err) TM_WARN_UNUSED;
-/** Hands the waiting rows to DuckDB and flushes the appender (before a statement reads the table). */
-int tm_duck_appender_flush(tm_duck_appender *a, tm_error *err) TM_WARN_UNUSED;
+int tm_duck_feed_start(duckdb_connection con, const char *view_schema, const char *target_sql,
+                       const tm_schema *types, tm_duck_feed **out, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Hands b's rows to the insert, taking b's buffers (b is empty afterwards,
+ * whatever the outcome). Blocks while the feed holds as many batches as it
+ * may. Values DuckDB would take on trust are checked first: text that is
+ * not UTF-8, a zoned timestamp past DuckDB's range (TM_ECORRUPT,
+ * TM_EINVALID, naming the column and row; the batch is dropped, the feed
+ * goes on). An error of the insert itself (TM_ERROR) ends the feed: the
+ * caller then cancels it.
+ */
+int tm_duck_feed_put(tm_duck_feed *f, tm_batch *b, tm_error *err) TM_WARN_UNUSED;
+/** Ends the stream, waits for the insert and frees f; *rows_out: the rows it stored. */
+int tm_duck_feed_finish(tm_duck_feed *f, int64_t *rows_out, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Stops the insert with an error and frees f. The connection's transaction
+ * is then aborted: the caller rolls it back.
+ */
+void tm_duck_feed_cancel(tm_duck_feed *f);
 
 /*
  * A streaming query result read as tm_batches of a known schema: each batch

@@ -213,69 +213,6 @@ int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *e
   return TM_OK;
 }
 
-/*
- * Rows go to DuckDB in whole vectors (duckdb_vector_size() rows): a chunk is
- * appended only once full, so that every vector of the transaction's row
- * groups is written by one append. DuckDB keeps per-row version information
- * (16 bytes a row, until the commit) for a vector that several appends share;
- * batches whose sizes are not multiples of the vector size (a Parquet file's
- * last row group) would otherwise misalign every later vector.
- */
-void tm_duck_appender_init(tm_duck_appender *a, duckdb_appender app, duckdb_data_chunk chunk) {
-  a->app = app;
-  a->chunk = chunk;
-  a->fill = 0;
-  duckdb_data_chunk_reset(chunk);
-}
-
-static int append_chunk(tm_duck_appender *a, tm_error *err) {
-  duckdb_data_chunk_set_size(a->chunk, a->fill);
-  int rc = TM_OK;
-  if (duckdb_append_data_chunk(a->app, a->chunk) == DuckDBError) {
-    const char *msg = duckdb_appender_error(a->app);
-    rc = tm_error_set(err, TM_ERROR, "DuckDB append: %s", msg ? msg : "failed");
-  }
-  duckdb_data_chunk_reset(a->chunk);
-  a->fill = 0;
-  return rc;
-}
-
-int tm_duck_appender_flush(tm_duck_appender *a, tm_error *err) {
-  if (a->fill) TM_TRY(append_chunk(a, err));
-  if (duckdb_appender_flush(a->app) == DuckDBError) {
-    const char *msg = duckdb_appender_error(a->app);
-    return tm_error_set(err, TM_ERROR, "DuckDB append: %s", msg ? msg : "failed");
-  }
-  return TM_OK;
-}
-
-int tm_duck_append_batch(tm_duck_appender *a, const tm_batch *b, tm_duck_extra_fn fill_extra,
-                         void *payload, tm_error *err) {
-  idx_t step = duckdb_vector_size();
-  size_t n_cols = b->schema.n_cols;
-  tm_colview *views = tm_calloc(n_cols ? n_cols : 1, sizeof *views);
-  if (!views) return tm_error_nomem(err);
-  for (size_t c = 0; c < n_cols; c++) views[c] = tm_batch_col(b, c);
-  int rc = TM_OK;
-  for (int64_t from = 0; rc == TM_OK && from < b->n_rows;) {
-    idx_t room = step - a->fill;
-    idx_t n = (idx_t)(b->n_rows - from) < room ? (idx_t)(b->n_rows - from) : room;
-    for (size_t c = 0; rc == TM_OK && c < n_cols; c++) {
-      rc = tm_duck_vector_write(duckdb_data_chunk_get_vector(a->chunk, c), a->fill, &views[c], from,
-                                n, err);
-      if (rc < 0) tm_error_prefix(err, "column '%s', rows %lld-%lld", b->schema.cols[c].name,
-                                  (long long)from, (long long)(from + (int64_t)n - 1));
-    }
-    if (rc == TM_OK && fill_extra) rc = fill_extra(a->chunk, n_cols, a->fill, n, payload, err);
-    if (rc < 0) break; /* rows from a->fill on are not counted: the next write overwrites them */
-    a->fill += n;
-    from += (int64_t)n;
-    if (a->fill == step) rc = append_chunk(a, err);
-  }
-  tm_free(views);
-  return rc;
-}
-
 /* ---- reading results as batches ---------------------------------------------- */
 
 void tm_duck_reader_init(tm_duck_reader *rd, duckdb_result *r, const tm_schema *schema,

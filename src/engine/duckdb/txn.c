@@ -6,7 +6,8 @@
  * connection: the rows, the deletes and the state map commit together, and
  * DuckDB's write-ahead log makes the commit durable when it returns (D1).
  *
- * Unkeyed rows go straight into their table through an appender. A full
+ * Unkeyed rows go straight into their table through a feed (engine_int.h:
+ * one INSERT over an Arrow stream, stored on DuckDB's threads). A full
  * refresh (A11) and a replacement (B9) fill a new table and swap it in at
  * commit (DROP, RENAME), so readers see the old rows until then.
  *
@@ -38,13 +39,14 @@
 
 typedef struct duck_txn {
   tm_engine_txn base;
-  duckdb_appender app;     /* onto the target (unkeyed) or the stage (keyed) */
-  duckdb_data_chunk chunk; /* scratch of the appender's column types */
-  tm_duck_appender out;    /* app and chunk: rows handed to DuckDB in whole vectors */
+  tm_duck_feed *feed;      /* owned: the rows on their way into the target (unkeyed) or
+                              the stage (keyed); NULL between writes and statements */
+  tm_schema feed_types;    /* owned: the feed's columns (keyed: and _tm_seq) */
   const char *target;      /* TM_DUCK_ROWS, or TM_DUCK_NEW for a replacement */
   bool replace;
   bool keyed;
   int64_t seq;             /* arrival numbers handed out */
+  int64_t fed;             /* rows given to the current feed */
   int64_t appended;
   int64_t deleted;
   /*
@@ -71,25 +73,13 @@ static int exec_buf(duck_txn *t, tm_buf *b, int64_t *changed, tm_error *err) {
 }
 
 static void txn_free(duck_txn *t, bool rollback) {
-  if (t->app) duckdb_appender_destroy(&t->app);
-  if (t->chunk) duckdb_destroy_data_chunk(&t->chunk);
+  if (t->feed) tm_duck_feed_cancel(t->feed);
+  tm_schema_dispose(&t->feed_types);
   if (rollback) {
     tm_db__exec_quiet(eng(t)->writer, "ROLLBACK");
   }
   tm_engine__writer_release(t->base.engine);
   tm_free(t);
-}
-
-/* The appender's scratch chunk, of its column types. */
-static int make_chunk(duck_txn *t, tm_error *err) {
-  idx_t n = duckdb_appender_column_count(t->app);
-  duckdb_logical_type *types = tm_calloc(n ? n : 1, sizeof *types);
-  if (!types) return tm_error_nomem(err);
-  for (idx_t i = 0; i < n; i++) types[i] = duckdb_appender_column_type(t->app, i);
-  t->chunk = duckdb_create_data_chunk(types, n);
-  for (idx_t i = 0; i < n; i++) duckdb_destroy_logical_type(&types[i]);
-  tm_free(types);
-  return t->chunk ? TM_OK : tm_error_nomem(err);
 }
 
 int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
@@ -126,17 +116,10 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
     if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
     if (rc == TM_OK) rc = tm_buf_puts(&sql, " LIMIT 0", err);
     if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
-    if (rc == TM_OK && duckdb_appender_create_ext(e->writer, "temp", "main", "_tm_stage", &t->app) == DuckDBError) {
-      rc = tm_error_set(err, TM_ERROR, "%s: cannot append to the stage: %s", base->cfg.dataset,
-                        duckdb_appender_error(t->app));
-    }
-  } else if (rc == TM_OK &&
-             duckdb_appender_create_ext(e->writer, e->alias, "main", t->target, &t->app) == DuckDBError) {
-    rc = tm_error_set(err, TM_ERROR, "%s: cannot append: %s", base->cfg.dataset,
-                      duckdb_appender_error(t->app));
   }
-  if (rc == TM_OK) rc = make_chunk(t, err);
-  if (rc == TM_OK) tm_duck_appender_init(&t->out, t->app, t->chunk);
+  if (rc == TM_OK) rc = tm_schema_copy(&t->feed_types, &base->schema, err);
+  if (rc == TM_OK && t->keyed)
+    rc = tm_schema_add(&t->feed_types, "_tm_seq", tm_type_of(TM_TYPE_INT64), false, -1, err);
   tm_buf_dispose(&sql);
   if (rc < 0) {
     txn_free(t, began);
@@ -146,13 +129,39 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
   return TM_OK;
 }
 
-static int fill_seq(duckdb_data_chunk chunk, idx_t first_col, idx_t at, idx_t n, void *payload,
-                    tm_error *err) {
-  (void)err;
-  duck_txn *t = payload;
-  int64_t *seq = duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, first_col));
-  for (idx_t i = 0; i < n; i++) seq[at + i] = ++t->seq;
-  return TM_OK;
+/* A copy of b's rows for the feed; keyed, with their arrival numbers (_tm_seq) after them. */
+static int feed_copy(duck_txn *t, const tm_batch *b, tm_batch *out, tm_error *err) {
+  size_t n = b->schema.n_cols;
+  size_t *idx = tm_calloc(n ? n : 1, sizeof *idx);
+  if (!idx) return tm_error_nomem(err);
+  for (size_t i = 0; i < n; i++) idx[i] = i;
+  tm_batch copy;
+  tm_batch_init(&copy);
+  int rc = tm_batch_project(b, idx, n, &copy, err);
+  tm_free(idx);
+  if (rc < 0 || !t->keyed) {
+    if (rc == TM_OK) tm_batch_move(out, &copy);
+    return rc;
+  }
+  struct ArrowArray *cols = tm_calloc(n + 1, sizeof *cols);
+  if (!cols) rc = tm_error_nomem(err);
+  size_t taken = 0;
+  for (; rc == TM_OK && taken < n; taken++) rc = tm_batch_take_column(&copy, taken, &cols[taken], err);
+  tm_colbuilder seq;
+  tm_colbuilder_init(&seq, tm_type_of(TM_TYPE_INT64), 0);
+  if (rc == TM_OK) rc = tm_colbuilder_reserve(&seq, b->n_rows, 0, err);
+  for (int64_t i = 0; rc == TM_OK && i < b->n_rows; i++) rc = tm_colbuilder_append_int(&seq, ++t->seq, err);
+  if (rc == TM_OK) rc = tm_colbuilder_finish(&seq, &cols[n], err);
+  tm_colbuilder_dispose(&seq);
+  if (rc == TM_OK) {
+    rc = tm_batch_from_arrays(out, &t->feed_types, cols, b->n_rows, err);
+    taken = 0; /* the batch owns them, or released them */
+  }
+  for (size_t i = 0; cols && i < taken; i++)
+    if (cols[i].release) cols[i].release(&cols[i]);
+  tm_free(cols);
+  tm_batch_release(&copy);
+  return rc;
 }
 
 /* Folds column time_col of b into the transaction's bounds. */
@@ -178,15 +187,42 @@ static void track_bounds(duck_txn *t, const tm_batch *b) {
 
 int tm_duck__write(tm_engine_txn *base, const tm_batch *b, tm_error *err) {
   duck_txn *t = (duck_txn *)base;
-  int rc = tm_duck_append_batch(&t->out, b, t->keyed ? fill_seq : NULL, t, err);
+  tm_duck_engine *e = eng(t);
+  int rc = TM_OK;
+  if (!t->feed) {
+    tm_buf target = TM_BUF_INIT(1 << 16), schema = TM_BUF_INIT(1 << 16);
+    if (t->keyed) rc = tm_buf_puts(&target, "temp.main._tm_stage", err);
+    else rc = tm_duck__table(&target, e, t->target, err);
+    if (rc == TM_OK) rc = tm_engine__quote_ident(&schema, e->alias, err);
+    if (rc == TM_OK) rc = tm_buf_puts(&schema, ".main", err);
+    if (rc == TM_OK)
+      rc = tm_duck_feed_start(e->writer, tm_buf_cstr(&schema), tm_buf_cstr(&target), &t->feed_types,
+                              &t->feed, err);
+    tm_buf_dispose(&target);
+    tm_buf_dispose(&schema);
+  }
+  tm_batch copy;
+  tm_batch_init(&copy);
+  if (rc == TM_OK) rc = feed_copy(t, b, &copy, err);
+  if (rc == TM_OK) rc = tm_duck_feed_put(t->feed, &copy, err);
+  tm_batch_release(&copy);
   if (rc < 0) return tm_error_prefix(err, "%s", base->engine->cfg.dataset);
+  t->fed += b->n_rows;
   t->appended += b->n_rows;
   track_bounds(t, b);
   return TM_OK;
 }
 
+/* Ends the feed (before a statement that reads or changes the rows, and at commit). */
 static int flush(duck_txn *t, tm_error *err) {
-  int rc = tm_duck_appender_flush(&t->out, err);
+  if (!t->feed) return TM_OK;
+  int64_t stored = 0;
+  int rc = tm_duck_feed_finish(t->feed, &stored, err);
+  t->feed = NULL;
+  if (rc == TM_OK && stored != t->fed)
+    rc = tm_error_set(err, TM_ERROR, "DuckDB stored %lld of the %lld rows given", (long long)stored,
+                      (long long)t->fed);
+  t->fed = 0;
   return rc < 0 ? tm_error_prefix(err, "%s", t->base.engine->cfg.dataset) : TM_OK;
 }
 
@@ -733,8 +769,6 @@ int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_in
   tm_duck_engine *e = eng(t);
   tm_buf sql = TM_BUF_INIT(1 << 16);
   int rc = flush(t, err);
-  if (rc == TM_OK && duckdb_appender_close(t->app) == DuckDBError)
-    rc = tm_error_set(err, TM_ERROR, "%s: %s", base->engine->cfg.dataset, duckdb_appender_error(t->app));
   if (rc == TM_OK && t->keyed) rc = resolve(t, info, err);
   else if (rc == TM_OK) info->rows_written = t->appended;
   if (rc == TM_OK && t->replace) {
