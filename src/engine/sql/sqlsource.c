@@ -1,5 +1,5 @@
 /*
- * sqlsource.c - refresh_sql over a source, in DuckDB (engine layer; SPEC
+ * sqlsource.c - refresh_sql over a source, in DuckDB (engine layer, SQL module; SPEC
  * A10). See sqlsource.h.
  */
 #include "engine/sqlsource.h"
