@@ -6,7 +6,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/db.h"
@@ -25,6 +27,8 @@ static jmp_buf g_jmp;
 static char g_tmpdir[512];
 static char g_root_tmp[512];
 static tm_db *g_db;
+
+#define TM_TEST_SKIP_EXIT 77 /* ctest's SKIP_RETURN_CODE */
 
 void tm_test__register(const char *name, tm_test_fn fn, const char *file) {
   if (g_n_tests >= MAX_TESTS) {
@@ -45,6 +49,41 @@ void tm_test__fail(const char *file, int line, const char *fmt, ...) {
   va_end(ap);
   fputc('\n', stderr);
   longjmp(g_jmp, 1);
+}
+
+void tm_test__skip(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "    skip %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  longjmp(g_jmp, 2);
+}
+
+const char *tm_test_require_shared(void) {
+  const char *td = tm_test_shared_testdata();
+  if (td) return td;
+  const char *req = getenv("TM_REQUIRE_SHARED");
+  if (req && *req && strcmp(req, "0") != 0)
+    tm_test__fail(__FILE__, __LINE__, "../shared/testdata is missing, and TM_REQUIRE_SHARED is set");
+  tm_test__skip(__FILE__, __LINE__, "../shared/testdata is missing");
+}
+
+uint64_t tm_test_seed(void) {
+  const char *env = getenv("TM_SEED");
+  uint64_t seed;
+  if (env && *env) {
+    char *end;
+    seed = strtoull(env, &end, 10);
+    if (*end) tm_test__fail(__FILE__, __LINE__, "TM_SEED=%s is not a number", env);
+  } else {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    seed = ((uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20)) % 1000000000000u;
+  }
+  tm_test__note("seed %llu (TM_SEED=%llu replays it)", (unsigned long long)seed, (unsigned long long)seed);
+  return seed;
 }
 
 void tm_test__note(const char *fmt, ...) {
@@ -72,7 +111,7 @@ const char *tm_test_source_dir(void) {
 const char *tm_test_shared_testdata(void) {
   static char path[4096];
   const char *env = getenv("TM_TESTDATA");
-  if (env && *env) return env;
+  if (env && *env) return tm_is_dir(env) ? env : NULL;
   char joined[1024];
   snprintf(joined, sizeof joined, "%s/../shared/testdata", tm_test_source_dir());
   if (!realpath(joined, path)) return NULL;
@@ -129,29 +168,36 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 2;
   }
-  int failed = 0, ran = 0;
+  int failed = 0, skipped = 0, ran = 0;
   for (int i = 0; i < g_n_tests; i++) {
     if (filter && !strstr(g_tests[i].name, filter)) continue;
     ran++;
     g_tmpdir[0] = '\0';
     tm_alloc_fail_at(0, false);
     fprintf(stderr, "  %s ...\n", g_tests[i].name);
-    if (setjmp(g_jmp) == 0) {
+    int jumped = setjmp(g_jmp);
+    if (jumped == 0) {
       g_tests[i].fn();
       tm_db_release(g_db);
       g_db = NULL;
       fprintf(stderr, "  ok   %s\n", g_tests[i].name);
-      if (g_tmpdir[0]) {
-        tm_error err;
-        tm_error_init(&err);
-        if (tm_remove_tree(g_tmpdir, &err) != TM_OK) fprintf(stderr, "  %s\n", err.message);
-      }
+    } else if (jumped == 2) {
+      skipped++;
+      tm_db_release(g_db);
+      g_db = NULL;
+      fprintf(stderr, "  SKIP %s (%s)\n", g_tests[i].name, g_tests[i].file);
     } else {
       failed++;
       tm_db_release(g_db); /* engines a failed case left open keep it alive */
       g_db = NULL;
       fprintf(stderr, "  FAIL %s (%s)%s%s\n", g_tests[i].name, g_tests[i].file,
               g_tmpdir[0] ? "; files kept in " : "", g_tmpdir);
+      continue;
+    }
+    if (g_tmpdir[0]) {
+      tm_error err;
+      tm_error_init(&err);
+      if (tm_remove_tree(g_tmpdir, &err) != TM_OK) fprintf(stderr, "  %s\n", err.message);
     }
   }
   if (failed == 0) {
@@ -159,10 +205,10 @@ int main(int argc, char **argv) {
     tm_error_init(&err);
     if (tm_remove_tree(g_root_tmp, &err) != TM_OK) fprintf(stderr, "%s\n", err.message);
   }
-  fprintf(stderr, "%d/%d passed\n", ran - failed, ran);
+  fprintf(stderr, "%d/%d passed, %d skipped\n", ran - failed - skipped, ran, skipped);
   if (ran == 0) {
     fprintf(stderr, "no test matched\n");
     return 1;
   }
-  return failed ? 1 : 0;
+  return failed ? 1 : skipped ? TM_TEST_SKIP_EXIT : 0;
 }

@@ -24,6 +24,15 @@ void tm_test__register(const char *name, tm_test_fn fn, const char *file);
 void tm_test__fail(const char *file, int line, const char *fmt, ...) TM_PRINTF(3, 4)
     __attribute__((noreturn));
 void tm_test__note(const char *fmt, ...) TM_PRINTF(1, 2);
+void tm_test__skip(const char *file, int line, const char *fmt, ...) TM_PRINTF(3, 4)
+    __attribute__((noreturn));
+
+/*
+ * Ends the running case as skipped, with a reason. A test binary with a
+ * skipped case and no failed one exits 77, which ctest shows as "Skipped"
+ * (SKIP_RETURN_CODE): a skip is never a pass.
+ */
+#define TM_SKIP(...) tm_test__skip(__FILE__, __LINE__, __VA_ARGS__)
 
 #define TM_TEST(name)                                                               \
   static void name(void);                                                           \
@@ -96,8 +105,18 @@ void tm_test__note(const char *fmt, ...) TM_PRINTF(1, 2);
 const char *tm_test_tmpdir(void);
 /** The source tree (TM_SOURCE_DIR or the current folder). */
 const char *tm_test_source_dir(void);
-/** ../shared/testdata beside the source tree, or NULL when absent. */
+/** ../shared/testdata beside the source tree (or TM_TESTDATA), or NULL when absent. */
 const char *tm_test_shared_testdata(void);
+/**
+ * ../shared/testdata for a case that needs it. When it is absent the case is
+ * skipped, or fails when TM_REQUIRE_SHARED is set (CI, which always has it).
+ */
+const char *tm_test_require_shared(void);
+/**
+ * The seed of a randomised case: TM_SEED when set, else one from the clock
+ * and the pid. Printed, so that TM_SEED=<n> replays the same choices.
+ */
+uint64_t tm_test_seed(void);
 /** The tidemark binary under test (TM_BIN), or NULL. */
 const char *tm_test_bin(void);
 /** A path under tm_test_tmpdir(); valid until the next call + 16 calls. */

@@ -6,9 +6,27 @@ set -euo pipefail
 export NODE_PATH=${NODE_PATH:-$TM_SOURCE_DIR/tests/node/node_modules}
 TESTDATA=${TM_TESTDATA:-$TM_SOURCE_DIR/../shared/testdata}
 T=$(mktemp -d "${TMPDIR:-/tmp}/tm-it-XXXXXX")
-trap 'rc=$?; if [[ $rc -eq 0 ]]; then rm -rf "$T"; else echo "files kept in $T" >&2; fi; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
+trap 'rc=$?; if [[ $rc -eq 0 || $rc -eq 77 ]]; then rm -rf "$T"; else echo "files kept in $T" >&2; fi; jobs -p | xargs -r kill 2>/dev/null || true' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "  $*" >&2; }
+# Skips the test (exit 77: ctest shows it as skipped, never as passed).
+skip() { echo "SKIP: $*" >&2; exit 77; }
+# A folder of ../shared/testdata the test needs: skipped when absent, a failure
+# when TM_REQUIRE_SHARED is set (CI always has the folder).
+require_shared() {
+  [[ -d $1 ]] && return 0
+  [[ -n ${TM_REQUIRE_SHARED:-} && ${TM_REQUIRE_SHARED} != 0 ]] && fail "test data missing: $1 (TM_REQUIRE_SHARED is set)"
+  skip "test data missing: $1"
+}
+# Seeds $RANDOM for a randomised test and prints the seed: TM_SEED=<n> replays
+# the same random choices (kill delays; the instants they land on still vary
+# with the machine's speed).
+seed_random() {
+  local seed=${TM_SEED:-$(( $(date +%s%N) % 1000000007 ))}
+  [[ $seed =~ ^[0-9]+$ ]] || fail "TM_SEED=$seed is not a number"
+  RANDOM=$seed
+  note "$1: seed $seed (TM_SEED=$seed replays it)"
+}
 tm() { "$TM_BIN" "$@"; }
 assert_eq() { [[ "$1" == "$2" ]] || fail "${3:-values differ}: got [$1], want [$2]"; }
 assert_contains() { [[ "$1" == *"$2"* ]] || fail "${3:-missing text}: [$2] not in [$1]"; }

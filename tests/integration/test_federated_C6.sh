@@ -4,6 +4,7 @@
 # files applied (B12) — and simple filters are pushed into the scan.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/files"
+require_shared "$TESTDATA/iceberg/iceberg_v2_delete_positional"
 cp -r "$TESTDATA/iceberg/iceberg_v2_delete_positional" "$T/ice"
 cat > "$T/tm.yaml" <<YAML
 datasets:

@@ -6,6 +6,7 @@
 # appends add their rows (B2), replaces and deletes add and remove nothing
 # (B4, B12), and an overwrite without a key falls back to reading by time (B5).
 source "$(dirname "$0")/lib.sh"
+require_shared "$TESTDATA/iceberg"
 cd "$T"
 run_table() { # TABLE TIME_COLUMN EXPECTED_FOLLOW_LINES...
   local table=$1 tcol=$2; shift 2

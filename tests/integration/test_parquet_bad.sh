@@ -5,5 +5,5 @@
 # report. Files whose only fault is a page CRC read without CRC checks and
 # fail with "page CRC mismatch" under --verify-crc.
 source "$(dirname "$0")/lib.sh"
-[[ -d $TESTDATA/parquet/bad ]] || fail "test data missing: $TESTDATA/parquet/bad"
+require_shared "$TESTDATA/parquet/bad"
 TM_BIN=$TM_BIN TM_TESTDATA=$TESTDATA node "$TM_SOURCE_DIR/tests/node/parquet-difftest.mjs" bad

@@ -7,5 +7,5 @@
 # or the expected values shipped with them. The driver prints one line per
 # file saying how it was checked (docs/PARQUET.md has the same table).
 source "$(dirname "$0")/lib.sh"
-[[ -d $TESTDATA/parquet ]] || fail "test data missing: $TESTDATA/parquet"
+require_shared "$TESTDATA/parquet"
 TM_BIN=$TM_BIN TM_TESTDATA=$TESTDATA node "$TM_SOURCE_DIR/tests/node/parquet-difftest.mjs" corpus

@@ -16,6 +16,7 @@ write_parquet "$T/data/a.parquet" "SELECT * FROM (VALUES (1, TIMESTAMP '2026-11-
 tm refresh -c "$T/tm.yaml" >"$T/out" 2>"$T/err"
 assert_contains "$(cat "$T/err")" "[keyed] primary_key does not include time_column and there is no refresh_append_overlap: late updates to a key will not be seen (SPEC A9)"
 # D2: a corrupt Parquet file.
+require_shared "$TESTDATA/parquet"
 head -c 300 "$TESTDATA/parquet/alltypes_plain.parquet" > "$T/data/b.parquet"
 printf 'garbage' >> "$T/data/b.parquet"
 set +e

@@ -7,6 +7,7 @@
 # On cayenne, duckdb and sqlite (file mode). Short in `make check`; TM_STRESS=1
 # runs 100 trials per engine.
 source "$(dirname "$0")/../integration/lib.sh"
+seed_random follow_kill
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 100 || echo 5)}
 rows=${TM_KILL_ROWS:-20000}
 cd "$T"

@@ -9,6 +9,7 @@
 # On cayenne, duckdb and sqlite (file mode).
 # Short in `make check`; TM_STRESS=1 runs 60 trials per engine.
 source "$(dirname "$0")/../integration/lib.sh"
+seed_random retention_kill
 source "$(dirname "$0")/../integration/runtime_lib.sh"
 export TZ=UTC
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 60 || echo 3)}

@@ -244,7 +244,7 @@ static void kill_trials(tm_engine_kind kind, int trials) {
   m.writer = tm_malloc((size_t)m.n_ids * sizeof *m.writer);
   for (int64_t i = 0; i < m.n_ids; i++) m.writer[i] = -1;
   int64_t last = -1, applied = -1, killed_mid = 0;
-  uint64_t rnd = tm_hash_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid() ^ (uint64_t)kind);
+  uint64_t rnd = tm_hash_mix64(tm_test_seed() ^ (uint64_t)kind);
   for (int trial = 0; trial < trials; trial++) {
     int fds[2];
     TM_ASSERT(pipe(fds) == 0);

@@ -16,8 +16,7 @@
 
 static const char *avro_dir(void) {
   static char path[4096];
-  const char *td = tm_test_shared_testdata();
-  if (!td) return NULL;
+  const char *td = tm_test_require_shared();
   snprintf(path, sizeof path, "%s/avro", td);
   return path;
 }
@@ -73,16 +72,8 @@ static char *decode_file(const char *name, int64_t *n_out) {
   return text;
 }
 
-#define SKIP_WITHOUT_TESTDATA()                                   \
-  do {                                                            \
-    if (!avro_dir()) {                                            \
-      tm_test__note("shared testdata not found; skipping");       \
-      return;                                                     \
-    }                                                             \
-  } while (0)
 
 TM_TEST(avro_codecs_decode_to_the_same_values) {
-  SKIP_WITHOUT_TESTDATA();
   int64_t n1, n2, n3;
   char *a = decode_file("alltypes_plain.avro", &n1);
   char *b = decode_file("alltypes_plain.snappy.avro", &n2);
@@ -101,7 +92,6 @@ TM_TEST(avro_codecs_decode_to_the_same_values) {
 }
 
 TM_TEST(avro_codec_roundtrip_through_our_writer) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   size_t len;
   char *data = read_whole(avro_path("alltypes_plain.zstandard.avro"), &len);
@@ -150,7 +140,6 @@ TM_TEST(avro_codec_roundtrip_through_our_writer) {
 }
 
 TM_TEST(avro_unsupported_codecs_fail_clearly) {
-  SKIP_WITHOUT_TESTDATA();
   const char *files[] = {"alltypes_plain.bzip2.avro", "alltypes_plain.xz.avro"};
   const char *names[] = {"bzip2", "xz"};
   for (int i = 0; i < 2; i++) {
@@ -165,7 +154,6 @@ TM_TEST(avro_unsupported_codecs_fail_clearly) {
 }
 
 TM_TEST(avro_every_sample_decodes) {
-  SKIP_WITHOUT_TESTDATA();
   DIR *d = opendir(avro_dir());
   TM_ASSERT(d);
   struct dirent *e;
@@ -184,7 +172,6 @@ TM_TEST(avro_every_sample_decodes) {
 }
 
 TM_TEST(avro_logical_and_complex_types) {
-  SKIP_WITHOUT_TESTDATA();
   int64_t n;
   /* nested records, arrays of records and unions inside arrays. */
   char *t = decode_file("nested_records.avro", &n);
@@ -244,8 +231,7 @@ TM_TEST(avro_logical_and_complex_types) {
 }
 
 TM_TEST(avro_iceberg_manifest_list_fields_by_id) {
-  const char *td = tm_test_shared_testdata();
-  if (!td) return;
+  const char *td = tm_test_require_shared();
   const char *files[] = {"manifest-list-v2-1.avro", "manifest-list-v2-2.avro"};
   for (int i = 0; i < 2; i++) {
     char path[4096];
@@ -343,7 +329,6 @@ TM_TEST(avro_hostile_counts_are_bounded) {
 }
 
 TM_TEST(avro_block_limit_is_enforced) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   size_t len;
   char *data = read_whole(avro_path("alltypes_plain.zstandard.avro"), &len);
@@ -358,7 +343,6 @@ TM_TEST(avro_block_limit_is_enforced) {
 /* Every prefix and every single-byte corruption of a few files: an error or
  * a clean read, never a crash (ASan/UBSan watch). */
 TM_TEST(avro_truncation_and_bit_flips_never_crash) {
-  SKIP_WITHOUT_TESTDATA();
   const char *files[] = {"nested_records.avro", "alltypes_plain.snappy.avro",
                          "alltypes_plain.zstandard.avro", "duration_uuid.avro"};
   for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {

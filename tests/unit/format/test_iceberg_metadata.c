@@ -16,19 +16,11 @@
 
 static const char *ice_dir(void) {
   static char path[4096];
-  const char *td = tm_test_shared_testdata();
-  if (!td) return NULL;
+  const char *td = tm_test_require_shared();
   snprintf(path, sizeof path, "%s/iceberg", td);
   return path;
 }
 
-#define SKIP_WITHOUT_TESTDATA()                             \
-  do {                                                      \
-    if (!ice_dir()) {                                       \
-      tm_test__note("shared testdata not found; skipping"); \
-      return;                                               \
-    }                                                       \
-  } while (0)
 
 static int parse_sample(const char *name, tm_iceberg_metadata **out, tm_error *err) {
   char path[4096];
@@ -42,7 +34,6 @@ static int parse_sample(const char *name, tm_iceberg_metadata **out, tm_error *e
 }
 
 TM_TEST(iceberg_valid_metadata_samples_load) {
-  SKIP_WITHOUT_TESTDATA();
   const char *valid[] = {"TableMetadataV1Valid.json",
                          "TableMetadataV1Compat.json",
                          "TableMetadataV2Valid.json",
@@ -74,7 +65,6 @@ TM_TEST(iceberg_valid_metadata_samples_load) {
 }
 
 TM_TEST(iceberg_v2_sample_fields) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   tm_iceberg_metadata *m = NULL;
   TM_ASSERT_OK(parse_sample("TableMetadataV2Valid.json", &m, &err), &err);
@@ -118,7 +108,6 @@ TM_TEST(iceberg_v2_sample_fields) {
 }
 
 TM_TEST(iceberg_invalid_metadata_samples_name_the_problem) {
-  SKIP_WITHOUT_TESTDATA();
   struct {
     const char *file;
     int code;
@@ -147,7 +136,6 @@ TM_TEST(iceberg_invalid_metadata_samples_name_the_problem) {
 }
 
 TM_TEST(iceberg_metadata_hostile_input_never_crashes) {
-  SKIP_WITHOUT_TESTDATA();
   char path[4096];
   snprintf(path, sizeof path, "%s/metadata-json-samples/TableMetadataV2Valid.json", ice_dir());
   char *data = NULL;
@@ -195,7 +183,6 @@ static json_t *expected(void) {
 }
 
 TM_TEST(iceberg_current_metadata_of_every_table_is_found) {
-  SKIP_WITHOUT_TESTDATA();
   json_t *exp = expected();
   tm_iceberg_io io;
   tm_iceberg_io_local(&io);
@@ -324,7 +311,6 @@ TM_TEST(iceberg_version_hint_traps) {
 }
 
 TM_TEST(iceberg_gzip_metadata) {
-  SKIP_WITHOUT_TESTDATA();
   tm_iceberg_io io;
   tm_iceberg_io_local(&io);
   char root[4096];
@@ -352,7 +338,6 @@ TM_TEST(iceberg_gzip_metadata) {
 }
 
 TM_TEST(iceberg_ancestry_walk) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   tm_iceberg_metadata *m = NULL;
   TM_ASSERT_OK(parse_sample("example_table_metadata_v2_deep_history.json", &m, &err), &err);
@@ -506,7 +491,6 @@ TM_TEST(iceberg_transforms) {
  * identity, bucket[N] and year/month/day/hour on many types.
  */
 TM_TEST(iceberg_partition_values_match_transforms_of_real_tables) {
-  SKIP_WITHOUT_TESTDATA();
   const char *tables[] = {"identity_partitioning", "bucket_partitioning",
                           "day_timestamptz_partitioning", "hour_timestamptz_partitioning",
                           "month_timestamptz_partitioning", "year_date_partitioning",
@@ -596,7 +580,6 @@ TM_TEST(iceberg_single_value_bounds) {
 }
 
 TM_TEST(iceberg_name_mapping) {
-  SKIP_WITHOUT_TESTDATA();
   tm_iceberg_io io;
   tm_iceberg_io_local(&io);
   char root[4096];
@@ -616,7 +599,6 @@ TM_TEST(iceberg_name_mapping) {
 /* SPEC B3: re-reading an unchanged table parses nothing; any change to the
  * current metadata file (a new version, or the same file rewritten) does. */
 TM_TEST(iceberg_reopen_skips_unchanged_metadata) {
-  SKIP_WITHOUT_TESTDATA();
   tm_iceberg_io io;
   tm_iceberg_io_local(&io);
   tm_error err;

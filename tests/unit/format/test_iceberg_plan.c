@@ -14,19 +14,11 @@
 
 static const char *ice_dir(void) {
   static char path[4096];
-  const char *td = tm_test_shared_testdata();
-  if (!td) return NULL;
+  const char *td = tm_test_require_shared();
   snprintf(path, sizeof path, "%s/iceberg", td);
   return path;
 }
 
-#define SKIP_WITHOUT_TESTDATA()                             \
-  do {                                                      \
-    if (!ice_dir()) {                                       \
-      tm_test__note("shared testdata not found; skipping"); \
-      return;                                               \
-    }                                                       \
-  } while (0)
 
 static tm_iceberg_io g_io;
 
@@ -55,7 +47,6 @@ static int64_t summary_int(const tm_iceberg_snapshot *s, const char *key) {
  * known exceptions are the documented broken cases, which must fail cleanly.
  */
 TM_TEST(iceberg_every_snapshot_of_every_table_plans) {
-  SKIP_WITHOUT_TESTDATA();
   char path[4096];
   snprintf(path, sizeof path, "%s/EXPECTED.json", ice_dir());
   json_t *exp = json_load_file(path, 0, NULL);
@@ -118,7 +109,6 @@ TM_TEST(iceberg_every_snapshot_of_every_table_plans) {
 }
 
 TM_TEST(iceberg_delete_files_attach_by_sequence_and_partition) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   /* Position deletes: only the overwrite snapshot has one, for the one file. */
   tm_iceberg_table *t = open_table("iceberg_v2_delete_positional");
@@ -174,7 +164,6 @@ TM_TEST(iceberg_delete_files_attach_by_sequence_and_partition) {
 
 /* SPEC B4: what an append added stays findable after compaction removed it. */
 TM_TEST(iceberg_added_by_snapshot_survives_compaction) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   tm_iceberg_table *t = open_table("dangling_deletes");
   const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
@@ -217,7 +206,6 @@ TM_TEST(iceberg_added_by_snapshot_survives_compaction) {
 }
 
 TM_TEST(iceberg_added_reads_only_new_manifests) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   /* Six snapshots, each appending to a growing manifest list. */
   tm_iceberg_table *t = open_table("iceberg_v2_positional_not_all_data_files_have_delete_files");
@@ -257,7 +245,6 @@ static tm_value int_value(tm_type_id type, int64_t x) {
 }
 
 TM_TEST(iceberg_prune_by_partition_values) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   tm_iceberg_table *t = open_table("partitioning_with_null_value");
   tm_predicate p;
@@ -335,7 +322,6 @@ TM_TEST(iceberg_prune_by_partition_values) {
 }
 
 TM_TEST(iceberg_prune_by_manifest_summaries_and_bounds) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   /* Two manifests with different specs; c1 = 99 is outside spec 0's summary. */
   tm_iceberg_table *t = open_table("partition_evolution");

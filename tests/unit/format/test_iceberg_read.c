@@ -20,19 +20,11 @@
 
 static const char *ice_dir(void) {
   static char path[4096];
-  const char *td = tm_test_shared_testdata();
-  if (!td) return NULL;
+  const char *td = tm_test_require_shared();
   snprintf(path, sizeof path, "%s/iceberg", td);
   return path;
 }
 
-#define SKIP_WITHOUT_TESTDATA()                             \
-  do {                                                      \
-    if (!ice_dir()) {                                       \
-      tm_test__note("shared testdata not found; skipping"); \
-      return;                                               \
-    }                                                       \
-  } while (0)
 
 static tm_iceberg_io g_io;
 
@@ -134,7 +126,6 @@ static bool known_unreadable(const char *table, int rc, const tm_error *err) {
 /* SPEC B12: every snapshot of every table, deletes applied, in snapshot-log
  * order, with the computed counts of iceberg/EXPECTED.json. */
 TM_TEST(iceberg_every_snapshot_reads_its_documented_row_count) {
-  SKIP_WITHOUT_TESTDATA();
   char path[4096];
   snprintf(path, sizeof path, "%s/EXPECTED.json", ice_dir());
   json_t *exp = json_load_file(path, 0, NULL);
@@ -188,7 +179,6 @@ static void expect_rows(const char *table, int64_t snapshot, const char *want) {
 
 /* The rows the source projects' tests state (README per-table notes). */
 TM_TEST(iceberg_small_tables_read_their_exact_rows) {
-  SKIP_WITHOUT_TESTDATA();
   expect_rows("iceberg_v2_delete_equality", -1, "1|test_1_base; 2|test_2_updated");
   expect_rows("iceberg_v2_delete_equality_nulls", -1, "1|str1; 4|str4; NULL|str5");
   expect_rows("iceberg_v2_delete_equality_nulls", INT64_C(4346796256488077976),
@@ -234,7 +224,6 @@ TM_TEST(iceberg_small_tables_read_their_exact_rows) {
 }
 
 TM_TEST(iceberg_types_defaults_and_partition_values) {
-  SKIP_WITHOUT_TESTDATA();
   /* Every Trino type, one row (the list column reads as NULL: nested). */
   expect_rows("all_trino_types", -1,
               "1|true|42|9223372036854775807|3.14|2.718281828459045|123456.78901|2025-04-05|"
@@ -256,7 +245,6 @@ TM_TEST(iceberg_types_defaults_and_partition_values) {
 }
 
 TM_TEST(iceberg_name_mapping_reads_files_without_field_ids) {
-  SKIP_WITHOUT_TESTDATA();
   tm_iceberg_table *t = open_table("name_mapping_t1");
   tm_iceberg_scan *sc = NULL;
   tm_error err;
@@ -286,7 +274,6 @@ TM_TEST(iceberg_name_mapping_reads_files_without_field_ids) {
 /* SPEC B4/B12: what a snapshot added, read as of that snapshot: later
  * deletes do not apply. */
 TM_TEST(iceberg_added_files_read_without_later_deletes) {
-  SKIP_WITHOUT_TESTDATA();
   tm_iceberg_table *t = open_table("granular_deletes");
   const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
   tm_error err;
@@ -315,7 +302,6 @@ TM_TEST(iceberg_added_files_read_without_later_deletes) {
 
 /* SPEC B13: row groups skipped by Parquet statistics, reported in stats. */
 TM_TEST(iceberg_row_group_pruning_and_row_filter) {
-  SKIP_WITHOUT_TESTDATA();
   tm_iceberg_table *t = open_table("iceberg_lineitem_multiblock");
   tm_iceberg_scan *sc = NULL;
   tm_error err;
@@ -363,7 +349,6 @@ TM_TEST(iceberg_row_group_pruning_and_row_filter) {
 
 /* SPEC D2: broken tables fail with a clear error naming the file. */
 TM_TEST(iceberg_broken_tables_fail_cleanly) {
-  SKIP_WITHOUT_TESTDATA();
   tm_error err;
   /* A copy of a table with one data file removed and the delete file cut. */
   char src[4096], cmd[8300];

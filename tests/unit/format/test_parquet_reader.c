@@ -11,8 +11,7 @@
 #include "util/alloc.h"
 
 static const char *data_path(const char *rel) {
-  const char *td = tm_test_shared_testdata();
-  TM_ASSERT_MSG(td != NULL, "../shared/testdata is missing");
+  const char *td = tm_test_require_shared();
   static char path[8][1024];
   static int k;
   k = (k + 1) % 8;

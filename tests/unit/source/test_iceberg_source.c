@@ -65,8 +65,7 @@ static size_t snapshot_order(const char *metadata_path, int64_t *ids, size_t cap
 }
 
 TM_TEST(B12_B14_every_testdata_table_snapshot_by_snapshot) {
-  const char *td = tm_test_shared_testdata();
-  TM_ASSERT_MSG(td, "../shared/testdata is missing");
+  const char *td = tm_test_require_shared();
   tm_log_set_level(TM_LOG_ERROR);
   char path[2048];
   snprintf(path, sizeof path, "%s/iceberg/EXPECTED.json", td);
