@@ -162,31 +162,20 @@ static bool is_nan_value(const tm_value *v) {
   return (v->type == TM_TYPE_FLOAT32 || v->type == TM_TYPE_FLOAT64) && isnan(v->v.f);
 }
 
-bool tm_pred_term_may_match(const tm_pred_term *t, const tm_col_stats *s) {
-  switch (t->op) {
-    case TM_PRED_IS_NULL: return s->null_count != 0;
-    case TM_PRED_IS_NOT_NULL: return !all_null(s);
-    default: break;
-  }
-  if (all_null(s)) return false;
-  if (t->op == TM_PRED_IN) {
-    for (size_t i = 0; i < t->n_in; i++)
-      if (may_equal(&t->in_values[i], s)) return true;
-    return false;
-  }
-  const tm_value *v = &t->value;
-  if (v->is_null) return false;
-  /* NaN statistics or literals prove nothing. */
-  if (is_nan_value(v) || (s->has_min && is_nan_value(&s->min)) ||
-      (s->has_max && is_nan_value(&s->max)))
-    return true;
-  switch (t->op) {
-    case TM_PRED_EQ: return may_equal(v, s);
-    case TM_PRED_LT: return !s->has_min || tm_value_cmp(&s->min, v) < 0;
-    case TM_PRED_LE: return !s->has_min || tm_value_cmp(&s->min, v) <= 0;
-    case TM_PRED_GT: return !s->has_max || tm_value_cmp(&s->max, v) > 0;
-    case TM_PRED_GE: return !s->has_max || tm_value_cmp(&s->max, v) >= 0;
-    default: return true;
+/*
+ * One rule for NaN, DuckDB's (and PostgreSQL's), since the predicates prune
+ * rows that DuckDB then filters again: NaN equals NaN and is greater than
+ * every other number, the order of tm_value_cmp. term_holds is that order.
+ */
+static bool holds(tm_pred_op op, const tm_value *cell, const tm_value *lit) {
+  int c = tm_value_cmp(cell, lit);
+  switch (op) {
+    case TM_PRED_EQ: return c == 0;
+    case TM_PRED_LT: return c < 0;
+    case TM_PRED_LE: return c <= 0;
+    case TM_PRED_GT: return c > 0;
+    case TM_PRED_GE: return c >= 0;
+    default: return false;
   }
 }
 
@@ -200,16 +189,40 @@ static bool term_holds(const tm_pred_term *t, const tm_value *cell) {
     return false;
   }
   if (t->value.is_null) return false;
-  /* SQL: comparisons with NaN are false except NaN = NaN in most engines; keep it simple. */
-  if (is_nan_value(cell) || is_nan_value(&t->value)) return false;
-  int c = tm_value_cmp(cell, &t->value);
+  return holds(t->op, cell, &t->value);
+}
+
+bool tm_pred_term_may_match(const tm_pred_term *t, const tm_col_stats *s) {
   switch (t->op) {
-    case TM_PRED_EQ: return c == 0;
-    case TM_PRED_LT: return c < 0;
-    case TM_PRED_LE: return c <= 0;
-    case TM_PRED_GT: return c > 0;
-    case TM_PRED_GE: return c >= 0;
-    default: return false;
+    case TM_PRED_IS_NULL: return s->null_count != 0;
+    case TM_PRED_IS_NOT_NULL: return !all_null(s);
+    default: break;
+  }
+  if (all_null(s)) return false;
+  /*
+   * Statistics leave NaN out (Parquet and Iceberg writers drop it from their
+   * bounds), so a float unit may hold a NaN whatever its bounds say: a term
+   * that NaN satisfies prunes nothing there. A NaN bound proves nothing.
+   */
+  if (t->type.id == TM_TYPE_FLOAT32 || t->type.id == TM_TYPE_FLOAT64) {
+    tm_value nan = {.type = t->type.id, .v.f = NAN};
+    if (term_holds(t, &nan)) return true;
+    if ((s->has_min && is_nan_value(&s->min)) || (s->has_max && is_nan_value(&s->max))) return true;
+  }
+  if (t->op == TM_PRED_IN) {
+    for (size_t i = 0; i < t->n_in; i++)
+      if (may_equal(&t->in_values[i], s)) return true;
+    return false;
+  }
+  const tm_value *v = &t->value;
+  if (v->is_null) return false;
+  switch (t->op) {
+    case TM_PRED_EQ: return may_equal(v, s);
+    case TM_PRED_LT: return !s->has_min || tm_value_cmp(&s->min, v) < 0;
+    case TM_PRED_LE: return !s->has_min || tm_value_cmp(&s->min, v) <= 0;
+    case TM_PRED_GT: return !s->has_max || tm_value_cmp(&s->max, v) > 0;
+    case TM_PRED_GE: return !s->has_max || tm_value_cmp(&s->max, v) >= 0;
+    default: return true;
   }
 }
 

@@ -10,7 +10,11 @@
  *
  * Pruning is conservative: "may match" is true unless the statistics prove
  * that no row can satisfy the term. Evaluation on rows (tm_predicate_eval)
- * is exact and follows SQL: a comparison with NULL is not true.
+ * is exact and follows SQL as DuckDB has it: a comparison with NULL is not
+ * true; NaN equals NaN and is greater than every other number (so
+ * `x > 1e308` holds for a NaN x, `x = 'NaN'` for a NaN x). Statistics never
+ * prune a float unit by a term that NaN satisfies, since writers leave NaN
+ * out of their bounds.
  */
 #ifndef TM_FORMAT_PREDICATE_H
 #define TM_FORMAT_PREDICATE_H

@@ -345,15 +345,12 @@ static int add_cmp(tm_predicate *out, const tm_schema *s, int col, tm_pred_op op
   tm_value v;
   const tm_column *column = &s->cols[col];
   if (!read_const(cexpr, &c) || !const_value(&c, &column->type, &v)) return TM_OK;
-  bool fp = column->type.id == TM_TYPE_FLOAT32 || column->type.id == TM_TYPE_FLOAT64;
-  /* NaN compares unlike any bound statistics can prune by: leave it to DuckDB. */
-  if (fp && isnan(v.v.f)) return TM_OK;
   /*
-   * DuckDB orders NaN above every number (NaN > 1e308 is true), where IEEE and
-   * the statistics of a file say false: a lower bound on a float column would
-   * drop NaN rows DuckDB returns (found by tests/unit/engine/test_sql_pushdown.c).
+   * NaN literals and float bounds go as they are: the predicate follows
+   * DuckDB's order (NaN equals NaN, above every number; format/predicate.h),
+   * so a lower bound keeps the NaN rows DuckDB returns (the case
+   * tests/unit/engine/test_sql_pushdown.c found when it did not).
    */
-  if (fp && (op == TM_PRED_GT || op == TM_PRED_GE)) return TM_OK;
   return tm_predicate_add(out, column->name, column->type, op, &v, err);
 }
 
@@ -406,9 +403,7 @@ static int conjunct(const json_t *e, const char *name, const char *alias, const 
       bool all = true;
       for (size_t i = 1; i < n && all; i++) {
         sqlconst c;
-        all = read_const(json_array_get(ch, i), &c) && const_value(&c, &column->type, &vals[i - 1]) &&
-              !((column->type.id == TM_TYPE_FLOAT32 || column->type.id == TM_TYPE_FLOAT64) &&
-                isnan(vals[i - 1].v.f));
+        all = read_const(json_array_get(ch, i), &c) && const_value(&c, &column->type, &vals[i - 1]);
       }
       int rc = all ? tm_predicate_add_in(out, column->name, column->type, vals, n - 1, err) : TM_OK;
       tm_free(vals);

@@ -110,7 +110,7 @@ static const struct {
     {"ts >= TIMESTAMP '2024-01-01'", "ts >= 2024-01-01T00:00:00"},
     {"d > DATE '2024-01-01'", "d > 2024-01-01"},
     {"id > 5 AND (v = 'a' AND x < 1)", "id > 5 AND v = a AND x < 1"},
-    {"x > 0", ""}, /* DuckDB: NaN > 0 */
+    {"x > 0", "x > 0"}, /* pushed: the predicate has DuckDB's NaN > 0 (soundness cases above) */
     {"n = 5 OR n = 0", ""},
     {"id + 0 = 5", ""},
     {"n IN (SELECT 5)", ""},
