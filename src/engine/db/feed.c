@@ -208,9 +208,11 @@ int tm_duck_feed_start(duckdb_connection con, const char *view_schema, const cha
   if (rc == TM_OK) rc = current_path(con, &back, err);
   if (rc == TM_OK) rc = tm_buf_printf(&use, err, "USE %s", view_schema);
   if (rc == TM_OK) rc = exec(con, tm_buf_cstr(&use), err);
+  bool have_view = false;
   if (rc == TM_OK) {
     if (duckdb_arrow_scan(con, name, (duckdb_arrow_stream)&f->stream) == DuckDBError)
       rc = tm_error_set(err, TM_ERROR, "DuckDB refused the Arrow stream of the rows");
+    else have_view = true;
     int back_rc = exec(con, tm_buf_cstr(&back), rc == TM_OK ? err : NULL);
     if (rc == TM_OK) rc = back_rc;
   }
@@ -227,6 +229,13 @@ int tm_duck_feed_start(duckdb_connection con, const char *view_schema, const cha
       rc = tm_error_set(err, TM_ERROR, "cannot start the thread that stores the rows");
   }
   if (rc < 0) {
+    if (have_view) {
+      /* The view must not outlive the stream it reads (the caller rolls back, too). */
+      tm_buf drop = TM_BUF_INIT(1 << 16);
+      if (tm_buf_printf(&drop, NULL, "DROP VIEW IF EXISTS %s", tm_buf_cstr(&f->view)) == TM_OK)
+        (void)exec(con, tm_buf_cstr(&drop), NULL);
+      tm_buf_dispose(&drop);
+    }
     if (have_mu) {
       pthread_cond_destroy(&f->cv);
       pthread_mutex_destroy(&f->mu);
