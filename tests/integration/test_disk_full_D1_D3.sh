@@ -81,7 +81,7 @@ if mount -t tmpfs -o size=64m tidemark-test "$M" 2>"$T/mount.err"; then
   head -c $(( avail - 1048576 )) /dev/zero > "$M/filler"
   refresh_fails cay "$M" "No space left on device"
   refresh_fails lite "$M" "database or disk is full" "No space left on device"
-  ls "$M/cay" | grep -q '\.tmp\.' && fail "a temporary manifest was left behind"
+  grep -q '\.tmp\.' <<<"$(ls "$M/cay")" && fail "a temporary manifest was left behind"
   rm "$M/filler"
   both_complete
   note "tmpfs: both refreshes failed cleanly on a full disk, then completed"
