@@ -41,24 +41,31 @@ void tm_test__register(const char *name, tm_test_fn fn, const char *file) {
   g_n_tests++;
 }
 
+/* Prints "    <what> file:line: message" and leaves the case (setjmp returns how). */
+static void leave(int how, const char *what, const char *file, int line, const char *msg)
+    __attribute__((noreturn));
+static void leave(int how, const char *what, const char *file, int line, const char *msg) {
+  fprintf(stderr, "    %s %s:%d: %s\n", what, file, line, msg);
+  longjmp(g_jmp, how);
+}
+
+#define FORMAT(buf, fmt)                  \
+  char buf[16384];                        \
+  do {                                    \
+    va_list ap_;                          \
+    va_start(ap_, fmt);                   \
+    vsnprintf(buf, sizeof buf, fmt, ap_); \
+    va_end(ap_);                          \
+  } while (0)
+
 void tm_test__fail(const char *file, int line, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "    FAIL %s:%d: ", file, line);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  longjmp(g_jmp, 1);
+  FORMAT(msg, fmt);
+  leave(1, "FAIL", file, line, msg);
 }
 
 void tm_test__skip(const char *file, int line, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "    skip %s:%d: ", file, line);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  longjmp(g_jmp, 2);
+  FORMAT(msg, fmt);
+  leave(2, "skip", file, line, msg);
 }
 
 const char *tm_test_require_shared(void) {

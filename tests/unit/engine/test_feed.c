@@ -90,6 +90,16 @@ static void rows_of(tm_batch *b, int64_t first, int64_t n, bool bad) {
   tm_schema_dispose(&s);
 }
 
+/* Opens a transaction and a feed into memory.main.t, whose batches have schema s. */
+static tm_duck_feed *begin_feed(duck *d, const tm_schema *s) {
+  tm_error err;
+  tm_error_init(&err);
+  run(d, "BEGIN TRANSACTION");
+  tm_duck_feed *f = NULL;
+  TM_ASSERT_OK(tm_duck_feed_start(d->con, "memory.main", "memory.main.t", s, &f, &err), &err);
+  return f;
+}
+
 static int64_t views(duck *d) {
   return count(d, "SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '_tm_feed%'");
 }
@@ -102,9 +112,7 @@ TM_TEST(feed_stores_every_batch_in_arrival_order) {
   tm_schema s;
   schema_of(&s);
   run(&d, "CREATE TABLE t (id BIGINT, s VARCHAR)");
-  run(&d, "BEGIN TRANSACTION");
-  tm_duck_feed *f;
-  TM_ASSERT_OK(tm_duck_feed_start(d.con, "memory.main", "memory.main.t", &s, &f, &err), &err);
+  tm_duck_feed *f = begin_feed(&d, &s);
   /* Uneven sizes: vectors and row groups straddle batches. */
   int64_t sizes[] = {1, 2047, 2049, 65536, 100000, 3, 130000, 77}, total = 0;
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -138,9 +146,7 @@ TM_TEST(feed_refuses_what_duckdb_would_take_on_trust_and_goes_on) {
   schema_of(&s);
   TM_ASSERT_OK(tm_schema_add(&s, "ts", tm_type_timestamp(TM_UNIT_SECOND, true), true, -1, &err), &err);
   run(&d, "CREATE TABLE t (id BIGINT, s VARCHAR, ts TIMESTAMPTZ)");
-  run(&d, "BEGIN TRANSACTION");
-  tm_duck_feed *f;
-  TM_ASSERT_OK(tm_duck_feed_start(d.con, "memory.main", "memory.main.t", &s, &f, &err), &err);
+  tm_duck_feed *f = begin_feed(&d, &s);
   for (int k = 0; k < 4; k++) {
     tm_batch two;
     rows_of(&two, k * 10, 3, k == 1);
@@ -183,9 +189,7 @@ TM_TEST(feed_reports_a_failing_insert_and_a_cancel_leaves_nothing) {
   tm_schema s;
   schema_of(&s);
   run(&d, "CREATE TABLE t (id BIGINT, s VARCHAR NOT NULL)");
-  run(&d, "BEGIN TRANSACTION");
-  tm_duck_feed *f;
-  TM_ASSERT_OK(tm_duck_feed_start(d.con, "memory.main", "memory.main.t", &s, &f, &err), &err);
+  tm_duck_feed *f = begin_feed(&d, &s);
   /* Row 3 has a NULL s: the INSERT fails, at a later put or at the finish. */
   int rc = TM_OK;
   for (int k = 0; k < 50 && rc == TM_OK; k++) {
@@ -204,8 +208,7 @@ TM_TEST(feed_reports_a_failing_insert_and_a_cancel_leaves_nothing) {
   TM_ASSERT_INT_EQ(views(&d), 0);
 
   /* A cancel in the middle of a healthy feed. */
-  run(&d, "BEGIN TRANSACTION");
-  TM_ASSERT_OK(tm_duck_feed_start(d.con, "memory.main", "memory.main.t", &s, &f, &err), &err);
+  f = begin_feed(&d, &s);
   tm_batch b;
   rows_of(&b, 4, 2, false);
   TM_ASSERT_OK(tm_duck_feed_put(f, &b, &err), &err);
@@ -229,9 +232,7 @@ TM_TEST(feed_keeps_every_digit_of_nanosecond_times) {
   TM_ASSERT_OK(tm_schema_add(&s, "t", tn, true, -1, &err), &err);
   TM_ASSERT_OK(tm_schema_add(&s, "ts", tm_type_timestamp(TM_UNIT_NANO, true), true, -1, &err), &err);
   run(&d, "CREATE TABLE t (t TIME_NS, ts TIMESTAMP_NS)");
-  run(&d, "BEGIN TRANSACTION");
-  tm_duck_feed *f;
-  TM_ASSERT_OK(tm_duck_feed_start(d.con, "memory.main", "memory.main.t", &s, &f, &err), &err);
+  tm_duck_feed *f = begin_feed(&d, &s);
   int64_t times[] = {INT64_C(45296123456789), 0, INT64_C(86399999999999), 1};
   for (int k = 0; k < 2; k++) {
     tm_batch_builder bb;

@@ -109,7 +109,8 @@ TM_TEST(eval_rows) {
 }
 
 /*
- * NaN, differentially (issue 21: the row evaluator and the statistics pruner
+ * NaN, differentially (SPEC C6, A10: what the pushdown of a federated query
+ * or a refresh_sql prunes; issue 21: the row evaluator and the statistics pruner
  * disagreed on NaN in IN lists). The truth of each comparison is DuckDB's,
  * the engine that filters the rows again: NaN equals NaN and is above every
  * number. Row evaluation must give DuckDB's answer for every cell, literal
@@ -177,7 +178,7 @@ static bool eval_one(const tm_predicate *p, const double *cells, int n) {
   return kept > 0;
 }
 
-TM_TEST(nan_rows_as_duckdb_and_pruning_sound) {
+TM_TEST(c6_a10_nan_rows_as_duckdb_and_pruning_sound) {
   duckdb_database db;
   duckdb_connection con;
   TM_ASSERT(duckdb_open(NULL, &db) == DuckDBSuccess);
