@@ -2,6 +2,10 @@
  * cmd_refresh.c - `tidemark refresh`: one refresh of the named datasets in
  * this process, then exit (cli layer; SPEC 1.2, A10, B11).
  *
+ * --explain prints each dataset's refresh plan instead (refresh/plan.h): it
+ * reads the source's metadata and the acceleration's state, never a row,
+ * and changes nothing.
+ *
  * Prints one summary line per dataset on stdout; logs (warnings such as a
  * fallback, B6) go to stderr. On a terminal, a long refresh shows progress
  * on stderr. Exit code 0 when every refresh succeeded, 1 otherwise.
@@ -38,6 +42,7 @@
 static const tm_cli_opt k_opts[] = {
     {"config", 'c', "FILE", "config file (default: tidemark.yaml or spicepod.yaml)"},
     {"full", 0, NULL, "a full refresh instead of the configured mode"},
+    {"explain", 0, NULL, "print each refresh's plan (what it would read and commit) and change nothing"},
     {"sql", 0, "SQL", "a one-off refresh_sql for this refresh (reads by time, SPEC A10/B11)"},
     {"url", 0, "URL", "trigger the refresh on a running server instead (tidemark run)"},
     {"api-key", 0, "KEY", "with --url: the server's API key (or TIDEMARK_API_KEY)"},
@@ -225,9 +230,61 @@ static void plan_finish(stamp_plan *p, const tm_config *cfg) {
                       (const char *const *)p->lines, p->n_lines);
 }
 
+/*
+ * --explain: each selected dataset's plan, under a "<name>:" line, indented.
+ * A running server keeps its files locked; the plan is then made by this
+ * process only if it can open them (it fails clearly otherwise).
+ */
+static int explain_all(const tm_config *cfg, const tm_cli_cmd *cmd, const tm_cli_args *args) {
+  tm_db *db = NULL;
+  tm_error err;
+  tm_error_init(&err);
+  if (tm_runtime_db_open(cfg, &db, &err) != TM_OK) {
+    fprintf(stderr, "tidemark: %s\n", err.message);
+    return TM_EXIT_FAILURE;
+  }
+  tm_accel_options ao;
+  tm_accel_options_init(&ao);
+  ao.db = db;
+  ao.base_dir = cfg->dir;
+  int failures = 0;
+  for (size_t i = 0; i < cfg->n_datasets; i++) {
+    const tm_dataset_def *d = &cfg->datasets[i];
+    if (!selected(d, args)) continue;
+    tm_accel *a = NULL;
+    tm_refresh_request req;
+    tm_refresh_request_init(&req);
+    req.full = tm_cli_flag(cmd, args, "full");
+    req.sql = tm_cli_get(cmd, args, "sql");
+    tm_buf text = TM_BUF_INIT(1 << 20);
+    int rc = tm_accel_new(&a, d, &ao, &err);
+    if (rc == TM_OK) rc = tm_accel_explain(a, &req, &text, &err);
+    if (rc == TM_OK) {
+      printf("%s:\n", d->name);
+      const char *line = tm_buf_cstr(&text);
+      while (*line) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        printf("  %.*s\n", (int)n, line);
+        line += n + (nl != NULL);
+      }
+    } else {
+      fprintf(stderr, "tidemark: %s: cannot plan the refresh: %s\n", d->name, err.message);
+      failures++;
+    }
+    tm_buf_dispose(&text);
+    tm_accel_free(a);
+  }
+  tm_db_release(db);
+  fflush(stdout);
+  return failures ? TM_EXIT_FAILURE : TM_EXIT_OK;
+}
+
 static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   int64_t logs = tm_log_emitted();
   const char *url = tm_cli_get(cmd, args, "url");
+  bool explain = tm_cli_flag(cmd, args, "explain");
+  if (url && explain) return tm_cli_usage_error(cmd, "--explain plans in this process: drop --url");
   if (url) return tm_cli_refresh_remote(cmd, url, args);
   const char *sql = tm_cli_get(cmd, args, "sql");
   if (sql && args->n_positional != 1)
@@ -248,6 +305,11 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
       tm_config_dispose(&cfg);
       return code;
     }
+  }
+  if (explain) {
+    code = explain_all(&cfg, cmd, args);
+    tm_config_dispose(&cfg);
+    return code;
   }
   stamp_plan plan;
   plan_start(&plan, &cfg, cmd, args, logs);

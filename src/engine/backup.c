@@ -151,13 +151,13 @@ int tm_engine_backup(tm_engine *e, const char *dest_path, tm_error *err) {
     return tm_error_set(err, TM_EUNSUPPORTED,
                         "dataset %s: only a file-mode acceleration can be copied",
                         e->cfg.dataset);
-  switch (e->vt->kind) {
+  switch (e->vt->traits.kind) {
     case TM_ENGINE_SQLITE: return sqlite_backup(e, dest_path, err);
     case TM_ENGINE_CAYENNE:
     case TM_ENGINE_DUCKDB: return tm_engine__duck_backup(e, dest_path, err);
     default:
       return tm_error_set(err, TM_EUNSUPPORTED, "dataset %s: the %s engine has no backup",
-                          e->cfg.dataset, tm_engine_kind_name(e->vt->kind));
+                          e->cfg.dataset, tm_engine_kind_name(e->vt->traits.kind));
   }
 }
 

@@ -61,6 +61,16 @@ const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind) {
   }
 }
 
+const tm_engine_traits *tm_engine_kind_traits(tm_engine_kind kind) {
+  const tm_engine_vtable *vt = tm_engine__vtable(kind);
+  return vt ? &vt->traits : NULL;
+}
+
+bool tm_engine_kind_supports(tm_engine_kind kind, tm_engine_mode mode) {
+  const tm_engine_traits *t = tm_engine_kind_traits(kind);
+  return t && (t->modes & (1u << mode)) != 0;
+}
+
 /* ---- option resolution ---------------------------------------------------- */
 
 tm_time_format tm_engine__default_time_format(const tm_type *t) {
@@ -195,10 +205,10 @@ int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_sche
   }
   memset(&e->caps, 0, sizeof e->caps);
   e->caps.persistent = e->cfg.mode == TM_ENGINE_FILE;
-  e->caps.conflict_rule = vt->rule;
+  e->caps.conflict_rule = vt->traits.conflict_rule;
   e->caps.on_conflict = e->cfg.on_conflict;
   e->caps.keyed = e->cfg.n_pk > 0;
-  e->caps.columnar = vt->kind != TM_ENGINE_SQLITE;
+  e->caps.columnar = vt->traits.columnar;
   return TM_OK;
 }
 
@@ -372,7 +382,7 @@ int tm_engine_open(tm_engine **out, tm_engine_kind kind, const tm_schema *schema
   if (!vt) return tm_error_set(err, TM_EINVALID, "unknown engine kind %d", (int)kind);
   if (!opts || opts->version != TM_ENGINE_OPTIONS_VERSION)
     return tm_error_set(err, TM_EINVALID, "engine options of an unknown version");
-  if (!(vt->modes & (1u << opts->mode)))
+  if (!(vt->traits.modes & (1u << opts->mode)))
     return tm_error_set(err, TM_EINVALID, "dataset '%s': engine %s does not support mode %s",
                         opts->dataset ? opts->dataset : "?", tm_engine_kind_name(kind),
                         tm_engine_mode_name(opts->mode));
@@ -403,7 +413,7 @@ void tm_engine_release(tm_engine *e) {
   if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) e->vt->close(e);
 }
 
-tm_engine_kind tm_engine_get_kind(const tm_engine *e) { return e->vt->kind; }
+tm_engine_kind tm_engine_get_kind(const tm_engine *e) { return e->vt->traits.kind; }
 tm_engine_mode tm_engine_get_mode(const tm_engine *e) { return e->cfg.mode; }
 const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
 const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
@@ -510,7 +520,7 @@ int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) {
 }
 
 const char *tm_engine__scan_provider(tm_engine *e) {
-  return e->vt->kind == TM_ENGINE_SQLITE ? tm_engine__sqlite_provider(e) : NULL;
+  return e->vt->traits.kind == TM_ENGINE_SQLITE ? tm_engine__sqlite_provider(e) : NULL;
 }
 
 int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) {

@@ -119,6 +119,29 @@ typedef struct tm_engine tm_engine;
 typedef struct tm_engine_txn tm_engine_txn;
 typedef struct tm_engine_scan tm_engine_scan;
 
+/*
+ * What a kind of engine is, declared by its backend (its vtable) and known
+ * before any engine is opened: the config checks modes and paths with it,
+ * the refresh plans with its conflict rule. Callers ask the traits instead
+ * of testing the kind.
+ */
+typedef struct tm_engine_traits {
+  tm_engine_kind kind;
+  unsigned modes;              /* bit (1 << tm_engine_mode) per supported mode */
+  tm_engine_mode default_mode;
+  tm_engine_rule conflict_rule;
+  bool columnar;               /* DuckDB storage (zone maps prune scans) */
+  bool folder;                 /* file mode keeps a folder of its own, not one database file */
+  bool shares_duck_dir;        /* its files live in a folder the tm_db must allow */
+  const char *path_param;      /* its own params key naming the file, or NULL */
+  const char *file_suffix;     /* appended to the default file name: "" or ".duckdb" */
+} tm_engine_traits;
+
+/** The traits kind's backend declares; NULL for an unknown kind. */
+const tm_engine_traits *tm_engine_kind_traits(tm_engine_kind kind);
+/** Whether kind supports mode. */
+bool tm_engine_kind_supports(tm_engine_kind kind, tm_engine_mode mode);
+
 typedef struct tm_engine_caps {
   bool persistent;               /* survives a restart (file mode) */
   tm_engine_rule conflict_rule;
@@ -317,13 +340,11 @@ int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
  * include each other.
  */
 
-#define TM_ENGINE_VTABLE_VERSION 2
+#define TM_ENGINE_VTABLE_VERSION 3
 
 typedef struct tm_engine_vtable {
   int version; /* TM_ENGINE_VTABLE_VERSION */
-  tm_engine_kind kind;
-  unsigned modes; /* bit (1 << tm_engine_mode) per supported mode */
-  tm_engine_rule rule;
+  tm_engine_traits traits;
   int (*open)(tm_engine **out, const tm_schema *schema, const tm_engine_options *opts,
               tm_error *err);
   int (*drop)(const tm_engine_options *opts, tm_error *err);

@@ -1,17 +1,7 @@
 /*
- * accel.c - refreshing one dataset's acceleration (refresh layer). See accel.h
- * and docs/REFRESH.md.
- *
- * One refresh, step by step (DESIGN.md):
- *   1. describe the source; open or (re)create the engine for its schema;
- *   2. decide (decide.c) from the saved state and the table's snapshots;
- *   3. plan the scan: a time bound (A2-A6) as predicate terms, or the
- *      snapshots whose added files to read (B2, B4), or everything (A11);
- *   4. read batches, filter rows by the time bound (strings, NULLs: A4);
- *   5. de-duplicate a re-read window against the stored rows (A3, A5);
- *   6. write into one engine transaction and commit it with the state map
- *      (saved snapshot, table uuid, schema) atomically (D1, B8).
- * Any error before the commit aborts the transaction: nothing changes.
+ * accel.c - one dataset's acceleration: its engine, status and metrics, and
+ * the executor of a refresh plan (refresh layer). See accel.h, plan.h and
+ * docs/REFRESH.md.
  */
 #include "refresh/accel.h"
 
@@ -213,9 +203,10 @@ void tm_accel_engine_options(const tm_dataset_def *d, tm_db *db, tm_engine_optio
 int tm_accel_duck_dir(const tm_dataset_def *d, char **out, tm_error *err) {
   *out = NULL;
   const tm_acceleration_def *a = &d->acceleration;
-  if (!d->has_acceleration || !a->enabled || a->mode != TM_ENGINE_FILE || a->engine == TM_ENGINE_SQLITE)
+  const tm_engine_traits *t = tm_engine_kind_traits(a->engine);
+  if (!d->has_acceleration || !a->enabled || a->mode != TM_ENGINE_FILE || !t->shares_duck_dir)
     return TM_OK;
-  *out = a->engine == TM_ENGINE_CAYENNE ? tm_strdup(d->data_path) : tm_path_dirname(d->data_path);
+  *out = t->folder ? tm_strdup(d->data_path) : tm_path_dirname(d->data_path);
   return *out ? TM_OK : tm_error_nomem(err);
 }
 
@@ -230,8 +221,6 @@ void tm_accel_source_options(const tm_dataset_def *d, const char *base_dir, tm_s
   so->time_partition_column = d->time_partition_column;
   so->time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
 }
-
-static const char *time_column_name(const tm_dataset_def *d) { return d->time_column; }
 
 /* ---- lifecycle -------------------------------------------------------------- */
 
@@ -311,8 +300,7 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
     tm_log(TM_LOG_INFO, def->name, "dataset registered: source %s, federated (no acceleration)",
            def->from);
   /* A9: late updates to a key will not be seen. */
-  if (accelerated && acc->engine != TM_ENGINE_CAYENNE && acc->n_primary_key > 0 &&
-      !tm_dataset_key_includes_time(def) && !acc->has_overlap)
+  if (tm_refresh_plan_warns_late_updates(def, tm_engine_kind_traits(acc->engine)->conflict_rule))
     tm_log(TM_LOG_WARN, def->name,
            "primary_key does not include time_column and there is no refresh_append_overlap: "
            "late updates to a key will not be seen (SPEC A9)");
@@ -369,30 +357,73 @@ void tm_accel_get_info(tm_accel *a, tm_accel_info *out) {
 
 /* ---- the refresh --------------------------------------------------------------- */
 
+/*
+ * One refresh, step by step (DESIGN.md): describe the source (open
+ * refresh_sql over it); open or (re)create the engine for the rows' schema;
+ * plan (plan.c) from the saved state, the table's snapshots and the
+ * high-water mark; carry the plan out: read, filter by the bound (A4),
+ * de-duplicate the re-read window (A3, A5), write into one transaction and
+ * commit it with the state map (D1, B8). Any error before the commit aborts
+ * the transaction: nothing changes.
+ */
 typedef struct run {
   tm_accel *a;
   const tm_refresh_request *req;
   tm_refresh_result *res;
   tm_error *err;
-  const tm_schema *schema;   /* the acceleration's schema (the source's, or refresh_sql's) */
+  bool explain;              /* plan only: open no new engine, read no row */
+  const tm_schema *schema;   /* the rows' schema (the source's, or refresh_sql's) */
   tm_sqlsource *sql;         /* refresh_sql over the source, or NULL */
   bool new_engine;           /* engine is not published yet: its first commit publishes it */
-  const char *refresh_sql;   /* the effective refresh_sql, or NULL */
-  bool has_tc;
+  bool has_tc;               /* the plan's time column, for the mark after the refresh */
   tm_time_column tc;
-  tm_engine *engine;         /* a reference for this run */
+  bool warn_fallback;        /* the plan's B6 verdict */
+  tm_engine *engine;         /* a reference for this run, or NULL (explain without rows) */
   tm_kv state;               /* the state map to commit */
   tm_kv stored_state;        /* the state map as committed before (file mode) */
   int64_t rows_offered;      /* rows written into the transaction */
   tm_source_table table;
 } run;
 
+static void run_init(run *r, tm_accel *a, const tm_refresh_request *req, tm_refresh_result *res,
+                     tm_error *err) {
+  memset(r, 0, sizeof *r);
+  r->a = a;
+  r->req = req;
+  r->res = res;
+  r->err = err;
+  tm_kv_init(&r->state);
+  tm_kv_init(&r->stored_state);
+}
+
+static void run_dispose(run *r) {
+  tm_sqlsource_free(r->sql);
+  tm_engine_release(r->engine);
+  tm_source_table_dispose(&r->table);
+  tm_kv_dispose(&r->state);
+  tm_kv_dispose(&r->stored_state);
+}
+
+/* Describes the source and, with a refresh_sql, opens the statement over it. */
+static int describe_source(run *r) {
+  tm_accel *a = r->a;
+  TM_TRY(tm_source_describe(a->source, r->err));
+  r->schema = tm_source_schema(a->source);
+  const char *sql = r->req->sql ? r->req->sql : a->def->acceleration.refresh_sql;
+  if (sql) {
+    TM_TRY(tm_sqlsource_new(&r->sql, a->db, a->source, a->def->name, sql, r->err));
+    r->schema = tm_sqlsource_schema(r->sql);
+  }
+  return TM_OK;
+}
+
 /*
- * The engine for the acceleration's schema. The published engine when its
- * schema is the one read; otherwise a new engine for it: in file mode one
- * that replaces the stored rows at its first commit (B9: the old rows and
- * their saved snapshot serve until then), in memory mode an empty one. A new
- * engine is published when the refresh commits (publish_engine).
+ * The engine for the rows' schema. The published engine when its schema is
+ * the one read; otherwise a new engine for it: in file mode one that
+ * replaces the stored rows at its first commit (B9: the old rows and their
+ * saved snapshot serve until then), in memory mode an empty one. A new
+ * engine is published when the refresh commits (publish_engine). An
+ * explaining run opens no engine: it plans as for an empty one.
  */
 static int ensure_engine(run *r, bool *recreated) {
   tm_accel *a = r->a;
@@ -403,12 +434,16 @@ static int ensure_engine(run *r, bool *recreated) {
     r->engine = e;
     return TM_OK;
   }
+  if (r->explain) {
+    *recreated = e != NULL;
+    tm_engine_release(e);
+    return TM_OK;
+  }
   tm_engine_options eo;
   tm_kv oc;
   tm_kv_init(&oc);
   tm_accel_engine_options(d, a->db, &eo, &oc);
   tm_engine_kind kind = d->acceleration.engine;
-  int rc = TM_OK;
   tm_engine *created = NULL;
   if (e) {
     tm_log(TM_LOG_INFO, d->name,
@@ -416,7 +451,7 @@ static int ensure_engine(run *r, bool *recreated) {
            "serve until the rebuild commits; the saved snapshot is discarded, SPEC B9)");
     *recreated = true;
   }
-  rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
+  int rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
   if (rc == TM_ECORRUPT && d->acceleration.mode == TM_ENGINE_FILE && !e) {
     tm_log(TM_LOG_WARN, d->name, "the stored acceleration is damaged, rebuilding it: %s",
            r->err ? r->err->message : "");
@@ -451,6 +486,7 @@ static int load_saved(run *r, bool recreated, tm_saved_snapshot *saved, char **u
   *uuid_owned = NULL;
   if (recreated) return TM_OK; /* B9 */
   if (a->def->acceleration.mode == TM_ENGINE_FILE) {
+    if (!r->engine) return TM_OK;
     TM_TRY(tm_engine_read_state(r->engine, &r->state, r->err));
     tm_kv_dispose(&r->stored_state);
     tm_kv_init(&r->stored_state);
@@ -470,31 +506,30 @@ static int load_saved(run *r, bool recreated, tm_saved_snapshot *saved, char **u
   return TM_OK;
 }
 
-/* The high-water mark as an instant (A2); false when the acceleration is empty. */
-static int high_water_mark(run *r, tm_instant *hwm, bool *found) {
+/* The high-water mark of tc as an instant (A2); false when the acceleration is empty. */
+static int high_water_mark(run *r, const tm_time_column *tc, tm_instant *hwm, bool *found) {
   *found = false;
-  if (!r->has_tc) return TM_OK;
-  const char *col = r->tc.name;
-  if (r->tc.type.id != TM_TYPE_UTF8) {
+  if (!r->engine) return TM_OK;
+  if (tc->type.id != TM_TYPE_UTF8) {
     tm_engine_bounds b;
     memset(&b, 0, sizeof b);
-    TM_TRY(tm_engine_column_bounds(r->engine, col, &b, r->err));
-    if (b.found) *found = tm_time_value_instant(&r->tc, &b.max, hwm);
+    TM_TRY(tm_engine_column_bounds(r->engine, tc->name, &b, r->err));
+    if (b.found) *found = tm_time_value_instant(tc, &b.max, hwm);
     tm_engine_bounds_dispose(&b);
     return TM_OK;
   }
   /* ISO8601 text: the lexicographic maximum is not the latest instant when
    * zones differ, so scan the column and compare instants. */
   tm_engine_scan *sc = NULL;
-  int idx = tm_schema_find(tm_engine_schema(r->engine), col);
-  if (idx < 0) return tm_error_set(r->err, TM_ENOTFOUND, "no time column '%s'", col);
+  int idx = tm_schema_find(tm_engine_schema(r->engine), tc->name);
+  if (idx < 0) return tm_error_set(r->err, TM_ENOTFOUND, "no time column '%s'", tc->name);
   size_t cols[1] = {(size_t)idx};
   int rc = tm_engine_scan_open(r->engine, cols, 1, NULL, &sc, r->err);
   tm_batch b;
   tm_batch_init(&b);
   while (rc == TM_OK && (rc = tm_engine_scan_next(sc, &b, r->err)) == TM_OK) {
     tm_instant t;
-    if (tm_time_batch_max(&r->tc, &b, &t) && (!*found || tm_instant_cmp(t, *hwm) > 0)) {
+    if (tm_time_batch_max(tc, &b, &t) && (!*found || tm_instant_cmp(t, *hwm) > 0)) {
       *hwm = t;
       *found = true;
     }
@@ -505,7 +540,60 @@ static int high_water_mark(run *r, tm_instant *hwm, bool *found) {
   return rc;
 }
 
-/* Feeds the stored rows of the window (time >= bound) into the de-duplicator. */
+/*
+ * The plan (plan.c) for this run: the inputs gathered from the engine, the
+ * saved state and the source's snapshots; planned again with the
+ * high-water mark when a read by time needs it.
+ */
+static int make_plan(run *r, tm_refresh_plan *p) {
+  tm_accel *a = r->a;
+  bool recreated = false;
+  TM_TRY(ensure_engine(r, &recreated));
+  tm_plan_input in;
+  memset(&in, 0, sizeof in);
+  in.def = a->def;
+  in.conflict_rule = tm_engine_kind_traits(a->def->acceleration.engine)->conflict_rule;
+  in.has_engine = r->engine && !r->new_engine;
+  in.full = r->req->full;
+  in.one_off_sql = r->req->sql != NULL;
+  in.through_sql = r->sql != NULL;
+  in.schema = r->schema;
+  pthread_mutex_lock(&a->state_lock);
+  in.last_fallback = a->last_fallback;
+  pthread_mutex_unlock(&a->state_lock);
+  tm_snapshot_ref *refs = NULL;
+  char *uuid_owned = NULL;
+  int rc = TM_OK;
+  if (a->source->follows_snapshots) {
+    rc = tm_source_table_info(a->source, &r->table, r->err);
+    if (rc == TM_OK && !(refs = tm_calloc(r->table.n_snapshots ? r->table.n_snapshots : 1, sizeof *refs)))
+      rc = tm_error_nomem(r->err);
+    for (size_t i = 0; rc == TM_OK && i < r->table.n_snapshots; i++) {
+      const tm_source_snapshot *s = &r->table.snapshots[i];
+      refs[i] = (tm_snapshot_ref){s->id, s->has_parent, s->parent_id, s->operation, s->added_data_files};
+    }
+    in.table = (tm_table_info){true, r->table.has_current, r->table.current_id, r->table.uuid,
+                               refs, r->table.n_snapshots};
+  }
+  if (rc == TM_OK) rc = load_saved(r, recreated, &in.saved, &uuid_owned);
+  if (rc == TM_OK) rc = tm_refresh_plan_make(&in, p, r->err);
+  if (rc == TM_OK && p->needs_high_water_mark) {
+    bool found = false;
+    rc = high_water_mark(r, &p->tc, &in.hwm, &found);
+    in.hwm_state = found ? TM_HWM_KNOWN : TM_HWM_EMPTY;
+    tm_refresh_plan_dispose(p);
+    if (rc == TM_OK) rc = tm_refresh_plan_make(&in, p, r->err);
+  }
+  tm_free(refs);
+  tm_free(uuid_owned);
+  if (rc < 0) return rc;
+  r->has_tc = p->has_time_column;
+  r->tc = p->tc;
+  r->warn_fallback = p->warn_fallback;
+  return TM_OK;
+}
+
+/* Feeds the stored rows of the window (the plan's predicate) into the de-duplicator. */
 static int load_window(run *r, const tm_predicate *window, tm_dedup *dd) {
   tm_engine_scan *sc = NULL;
   int rc = tm_engine_scan_open(r->engine, NULL, 0, window, &sc, r->err);
@@ -520,11 +608,10 @@ static int load_window(run *r, const tm_predicate *window, tm_dedup *dd) {
   return rc;
 }
 
-/* Opens the read: the source directly, or refresh_sql over it. */
 /*
  * The source's scan, decoding ahead on a second thread while this one hands
- * rows to the engine (readahead.c; a refresh_sql statement's source scan
- * reads ahead the same way, sqlsource.c).
+ * rows to the engine (readahead.c), or refresh_sql over it (whose source
+ * scan reads ahead the same way, sqlsource.c).
  */
 static int open_read(run *r, const tm_scan_request *sreq, tm_scan **scan_out) {
   if (r->sql) return tm_sqlsource_scan(r->sql, sreq, scan_out, r->err);
@@ -543,14 +630,34 @@ static void report_progress(run *r, const tm_scan *scan) {
   r->req->progress(r->a->def->name, st->files_read, st->rows_read, r->req->payload);
 }
 
-/*
- * Reads everything the plan says into the transaction. time_bound filters rows
- * exactly (NULL: none); dd de-duplicates (NULL: none).
- */
-static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *time_bound,
-                     tm_dedup *dd, tm_engine_txn *txn) {
+/* Filters one batch by the plan's bound (A2-A5): *cur becomes kept when rows drop. */
+static int filter_by_bound(run *r, const tm_time_bound *bound, tm_batch **cur, tm_batch *kept) {
+  tm_batch *b = *cur;
+  uint8_t *keep = tm_calloc((size_t)(b->n_rows + 7) / 8 + 1, 1);
+  if (!keep) return tm_error_nomem(r->err);
+  int64_t n_kept = 0, n_null = 0;
+  int rc = tm_time_bound_filter(&r->tc, bound, b, keep, &n_kept, &n_null, r->err);
+  r->res->rows_null_time += n_null;
+  if (rc == TM_OK && n_kept < b->n_rows) {
+    rc = tm_batch_filter(b, keep, kept, r->err);
+    *cur = kept;
+  }
+  tm_free(keep);
+  return rc;
+}
+
+static int write_rows(run *r, tm_engine_txn *txn, const tm_batch *b) {
+  if (b->n_rows == 0) return TM_OK;
+  r->rows_offered += b->n_rows;
+  return tm_engine_txn_write(txn, b, r->err);
+}
+
+/* Reads what the plan says into the transaction; dd de-duplicates (NULL: none). */
+static int copy_rows(run *r, const tm_refresh_plan *p, tm_dedup *dd, tm_engine_txn *txn) {
+  tm_scan_request sreq;
+  tm_refresh_plan_scan_request(p, &sreq);
   tm_scan *scan = NULL;
-  int rc = open_read(r, sreq, &scan);
+  int rc = open_read(r, &sreq, &scan);
   tm_batch b, kept, unique;
   tm_batch_init(&b);
   tm_batch_init(&kept);
@@ -563,26 +670,12 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
     }
     r->res->rows_read += b.n_rows;
     tm_batch *cur = &b;
-    if (time_bound && time_bound->active) {
-      uint8_t *keep = tm_calloc((size_t)(b.n_rows + 7) / 8 + 1, 1);
-      int64_t n_kept = 0, n_null = 0;
-      if (!keep) rc = tm_error_nomem(r->err);
-      if (rc == TM_OK) rc = tm_time_bound_filter(&r->tc, time_bound, &b, keep, &n_kept, &n_null, r->err);
-      r->res->rows_null_time += n_null;
-      if (rc == TM_OK && n_kept < b.n_rows) {
-        rc = tm_batch_filter(&b, keep, &kept, r->err);
-        cur = &kept;
-      }
-      tm_free(keep);
-    }
+    if (p->bound.active) rc = filter_by_bound(r, &p->bound, &cur, &kept);
     if (rc == TM_OK && dd) {
       rc = tm_dedup_filter(dd, cur, &unique, r->err);
       cur = &unique;
     }
-    if (rc == TM_OK && cur->n_rows > 0) {
-      rc = tm_engine_txn_write(txn, cur, r->err);
-      r->rows_offered += cur->n_rows;
-    }
+    if (rc == TM_OK) rc = write_rows(r, txn, cur);
     tm_batch_release(&b);
     tm_batch_release(&kept);
     tm_batch_release(&unique);
@@ -591,10 +684,7 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
   if (rc == TM_ITEROVER) rc = TM_OK;
   /* Rows parked by a spilled de-duplication come back now. */
   while (rc == TM_OK && dd && (rc = tm_dedup_next(dd, &unique, r->err)) == TM_OK) {
-    if (unique.n_rows > 0) {
-      rc = tm_engine_txn_write(txn, &unique, r->err);
-      r->rows_offered += unique.n_rows;
-    }
+    rc = write_rows(r, txn, &unique);
     tm_batch_release(&unique);
   }
   if (rc == TM_ITEROVER) rc = TM_OK;
@@ -605,6 +695,20 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
     r->res->row_groups_read += st->row_groups_read;
     r->res->row_groups_skipped += st->row_groups_skipped;
   }
+  tm_scan_free(scan);
+  return rc;
+}
+
+/* Reads the plan's rows, through A3's de-duplication when it asks for it. */
+static int read_rows(run *r, const tm_refresh_plan *p, tm_engine_txn *txn) {
+  if (!p->reads) return TM_OK;
+  tm_dedup *dd = NULL;
+  int rc = TM_OK;
+  if (p->dedup) {
+    rc = tm_dedup_new(&dd, r->schema, r->a->dedup_budget, r->a->temp_dir, r->err);
+    if (rc == TM_OK) rc = load_window(r, &p->predicate, dd);
+  }
+  if (rc == TM_OK) rc = copy_rows(r, p, dd, txn);
   if (dd) {
     const tm_dedup_stats *ds = tm_dedup_get_stats(dd);
     r->res->rows_deduplicated = ds->removed_rows;
@@ -612,21 +716,8 @@ static int copy_rows(run *r, const tm_scan_request *sreq, const tm_time_bound *t
     r->res->dedup_peak_bytes = ds->peak_bytes;
     r->res->dedup_spilled = ds->spilled;
   }
-  tm_scan_free(scan);
+  tm_dedup_free(dd);
   return rc;
-}
-
-static void count_ops(run *r, const tm_decision *d) {
-  tm_refresh_result *res = r->res;
-  res->n_snapshots = (int)d->n_steps;
-  for (size_t i = 0; i < d->n_steps; i++) {
-    const char *op = d->steps[i].operation ? d->steps[i].operation : "";
-    if (!strcmp(op, "append")) res->n_append++;
-    else if (!strcmp(op, "overwrite")) res->n_overwrite++;
-    else if (!strcmp(op, "replace")) res->n_replace++;
-    else if (!strcmp(op, "delete")) res->n_delete++;
-    else res->n_other++;
-  }
 }
 
 static bool same_state(const tm_kv *a, const tm_kv *b) {
@@ -638,252 +729,207 @@ static bool same_state(const tm_kv *a, const tm_kv *b) {
   return true;
 }
 
-static int set_state_int(tm_kv *kv, const char *key, int64_t v, tm_error *err) {
-  char tmp[32];
-  snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-  return tm_kv_set(kv, key, tmp, err);
-}
-
-/* Converts the source's snapshot list into the decision's view. */
-static int decide(run *r, bool recreated, tm_decision *d) {
-  tm_accel *a = r->a;
-  tm_decide_input in;
-  memset(&in, 0, sizeof in);
-  in.def = a->def;
-  in.engine_newest_by_time = tm_engine_capabilities(r->engine).conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME;
-  in.full = r->req->full || a->def->acceleration.refresh_mode == TM_REFRESH_FULL;
-  in.one_off_sql = r->req->sql != NULL;
-  tm_snapshot_ref *refs = NULL;
-  char *uuid_owned = NULL;
-  int rc = TM_OK;
-  if (a->source->follows_snapshots) {
-    rc = tm_source_table_info(a->source, &r->table, r->err);
-    if (rc == TM_OK) {
-      refs = tm_calloc(r->table.n_snapshots ? r->table.n_snapshots : 1, sizeof *refs);
-      if (!refs) rc = tm_error_nomem(r->err);
-    }
-    for (size_t i = 0; rc == TM_OK && i < r->table.n_snapshots; i++) {
-      const tm_source_snapshot *s = &r->table.snapshots[i];
-      refs[i].id = s->id;
-      refs[i].has_parent = s->has_parent;
-      refs[i].parent_id = s->parent_id;
-      refs[i].operation = s->operation;
-      refs[i].added_data_files = s->added_data_files;
-    }
-    in.table.follows_snapshots = true;
-    in.table.has_current = r->table.has_current;
-    in.table.current_id = r->table.current_id;
-    in.table.uuid = r->table.uuid;
-    in.table.snapshots = refs;
-    in.table.n_snapshots = r->table.n_snapshots;
+/* The state map committed with the rows (B2, B6, B8, B9, B10). */
+static int plan_state(run *r, const tm_refresh_plan *p) {
+  if (p->save_snapshot) {
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)p->snapshot_to_save);
+    TM_TRY(tm_kv_set(&r->state, TM_STATE_SNAPSHOT_ID, id, r->err));
+    if (p->save_uuid) TM_TRY(tm_kv_set(&r->state, TM_STATE_TABLE_UUID, p->save_uuid, r->err));
   }
-  if (rc == TM_OK) rc = load_saved(r, recreated, &in.saved, &uuid_owned);
-  if (rc == TM_OK) rc = tm_refresh_decide(&in, d, r->err);
-  tm_free(refs);
-  tm_free(uuid_owned);
+  tm_buf fp = TM_BUF_INIT(1 << 20);
+  int rc = tm_schema_fingerprint(r->schema, &fp, r->err);
+  if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_SCHEMA, tm_buf_cstr(&fp), r->err);
+  tm_buf_dispose(&fp);
+  /* The last fallback reason (B6): kept until another fallback replaces it. */
+  if (rc == TM_OK && p->fallback != TM_FALLBACK_NONE)
+    rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(p->fallback), r->err);
   return rc;
 }
 
-/* The refresh proper; a->refresh_lock is held. */
-static int do_refresh(run *r) {
+/* Commits the transaction with the state map, or nothing when the plan allows and nothing changed. */
+static int commit(run *r, const tm_refresh_plan *p, tm_engine_txn **txn) {
   tm_accel *a = r->a;
-  const tm_dataset_def *d = a->def;
+  TM_TRY(plan_state(r, p));
+  tm_engine_commit_info ci;
+  memset(&ci, 0, sizeof ci);
+  if (p->skip_unchanged_commit && r->rows_offered == 0 && same_state(&r->state, &r->stored_state)) {
+    tm_engine_txn_abort(*txn);
+    *txn = NULL;
+    TM_TRY(tm_engine_row_count(r->engine, &ci.rows_after, r->err));
+  } else {
+    int rc = tm_engine_txn_commit(*txn, &r->state, &ci, r->err);
+    *txn = NULL;
+    TM_TRY(rc);
+    publish_engine(r);
+  }
+  r->res->rows_written = ci.rows_written;
+  r->res->rows_after = ci.rows_after;
+  for (int k = 0; k < TM_SUPERSEDED__COUNT; k++) {
+    r->res->rows_superseded += ci.rows_superseded[k];
+    if (a->has_metrics && ci.rows_superseded[k])
+      tm_metric_add(a->m.rows_superseded,
+                    (const char *[]){a->def->name, tm_superseded_reason_name((tm_superseded_reason)k)},
+                    (double)ci.rows_superseded[k]);
+  }
+  return TM_OK;
+}
+
+/* After the commit: memory mode keeps the saved snapshot (B8); the result names it. */
+static void remember_saved(run *r, const tm_refresh_plan *p) {
+  tm_accel *a = r->a;
+  if (p->save_snapshot) {
+    pthread_mutex_lock(&a->state_lock);
+    a->mem_has_snapshot = true;
+    a->mem_snapshot = p->snapshot_to_save;
+    tm_free(a->mem_uuid);
+    a->mem_uuid = p->save_uuid ? tm_strdup(p->save_uuid) : NULL;
+    pthread_mutex_unlock(&a->state_lock);
+    r->res->has_saved_snapshot = true;
+    r->res->saved_snapshot = p->snapshot_to_save;
+    return;
+  }
+  tm_saved_snapshot s;
+  char *u = NULL;
+  if (load_saved(r, false, &s, &u) == TM_OK && s.present) {
+    r->res->has_saved_snapshot = true;
+    r->res->saved_snapshot = s.id;
+  }
+  tm_free(u);
+}
+
+/* What the result reports of the plan: its kind, fallback and snapshot operations. */
+static void report_plan(run *r, const tm_refresh_plan *p) {
   tm_refresh_result *res = r->res;
-  int rc = tm_source_describe(a->source, r->err);
+  res->how = p->kind;
+  res->fallback = p->fallback;
+  res->full = p->kind == TM_READ_FULL;
+  res->n_snapshots = (int)p->n_steps;
+  for (size_t i = 0; i < p->n_steps; i++) {
+    const char *op = p->steps[i].operation ? p->steps[i].operation : "";
+    if (!strcmp(op, "append")) res->n_append++;
+    else if (!strcmp(op, "overwrite")) res->n_overwrite++;
+    else if (!strcmp(op, "replace")) res->n_replace++;
+    else if (!strcmp(op, "delete")) res->n_delete++;
+    else res->n_other++;
+  }
+  TM_LOG_DEBUG_(r->a->def->name, "refresh plan: %s (%s)", tm_read_kind_name(p->kind), p->why);
+}
+
+/* The refresh proper: plan, then carry the plan out; a->refresh_lock is held. */
+static int do_refresh(run *r) {
+  int rc = describe_source(r);
   if (rc == TM_ENOTFOUND) {
-    /* The source exists but holds no data yet: nothing to load. */
-    tm_engine *e = tm_accel_engine(a);
-    bool have = e != NULL;
+    /* The source exists but holds no data yet. */
+    tm_engine *e = tm_accel_engine(r->a);
+    bool nothing = tm_refresh_plan_empty_source_reads_nothing(r->a->def, r->req->full, e != NULL);
     tm_engine_release(e);
-    if (have && d->acceleration.refresh_mode == TM_REFRESH_APPEND && !r->req->full) {
-      res->how = TM_READ_BY_TIME;
-      return TM_OK;
-    }
-    return rc;
+    if (!nothing) return rc;
+    r->res->how = TM_READ_BY_TIME;
+    return TM_OK;
   }
   TM_TRY(rc);
-  r->schema = tm_source_schema(a->source);
-  r->refresh_sql = r->req->sql ? r->req->sql : d->acceleration.refresh_sql;
-  if (r->refresh_sql) {
-    TM_TRY(tm_sqlsource_new(&r->sql, a->db, a->source, d->name, r->refresh_sql, r->err));
-    r->schema = tm_sqlsource_schema(r->sql);
-  }
-  const char *tcol = time_column_name(d);
-  if (tcol) {
-    int idx = tm_schema_find(r->schema, tcol);
-    if (idx < 0)
-      return tm_error_set(r->err, TM_EINVALID, "time_column '%s' is not a column of the data", tcol);
-    TM_TRY(tm_time_column_init(&r->tc, tcol, r->schema->cols[idx].type, d->time_format, r->err));
-    r->has_tc = true;
-  }
-  bool recreated = false;
-  TM_TRY(ensure_engine(r, &recreated));
-
-  tm_decision dec;
-  memset(&dec, 0, sizeof dec);
-  TM_TRY(decide(r, recreated, &dec));
-  res->how = dec.kind;
-  res->fallback = dec.fallback;
-  res->full = dec.kind == TM_READ_FULL;
-  count_ops(r, &dec);
-  TM_LOG_DEBUG_(d->name, "refresh plan: %s (%s)", tm_read_kind_name(dec.kind), dec.why);
-
-  tm_predicate pred;
-  tm_predicate_init(&pred);
-  tm_dedup *dd = NULL;
+  tm_refresh_plan p;
+  TM_TRY(make_plan(r, &p));
+  report_plan(r, &p);
   tm_engine_txn *txn = NULL;
-  tm_time_bound bound;
-  memset(&bound, 0, sizeof bound);
-  tm_scan_request sreq;
-  tm_scan_request_init(&sreq);
-  int64_t *ids = NULL;
-  int64_t overlap = d->acceleration.has_overlap ? d->acceleration.refresh_append_overlap_ms : 0;
-
-  if (dec.kind != TM_READ_NOTHING)
-    rc = tm_engine_begin(r->engine, dec.kind == TM_READ_FULL ? TM_TXN_REPLACE_ALL : TM_TXN_APPEND,
-                         &txn, r->err);
-  if (rc == TM_OK && dec.kind == TM_READ_FULL) {
-    sreq.apply_deletes = true;
-    if (dec.save_snapshot) {
-      sreq.has_as_of = true;
-      sreq.as_of_snapshot = dec.snapshot_to_save;
-    }
-    rc = copy_rows(r, &sreq, NULL, NULL, txn);
-  } else if (rc == TM_OK && dec.kind == TM_READ_BY_TIME) {
-    tm_instant hwm;
-    bool found = false;
-    rc = high_water_mark(r, &hwm, &found);
-    if (rc == TM_OK && found && r->has_tc) {
-      bound = tm_time_bound_for_append(&r->tc, hwm, overlap);
-      rc = tm_time_bound_to_predicate(&r->tc, &bound, &pred, r->err);
-      if (rc == TM_OK && d->time_partition_column && !r->sql) {
-        int pidx = tm_schema_find(r->schema, d->time_partition_column);
-        tm_time_column part;
-        if (pidx >= 0 &&
-            tm_time_column_init(&part, d->time_partition_column, r->schema->cols[pidx].type,
-                                d->time_partition_format, r->err) == TM_OK)
-          rc = tm_time_bound_to_partition_predicate(&part, &bound, &pred, r->err);
-        else if (pidx >= 0)
-          rc = TM_EINVALID;
-      }
-    }
-    /* Keyless data needs the multiset de-duplication (A3); keyed data is
-     * resolved by the engine's key rule, which keeps re-reads idempotent
-     * (an identical row is "unchanged"; equal-time ties replay in source
-     * order), so removing re-read rows first would change the outcome. */
-    if (rc == TM_OK && tm_time_bound_rereads(&bound, overlap) && d->acceleration.n_primary_key == 0) {
-      rc = tm_dedup_new(&dd, r->schema, a->dedup_budget, a->temp_dir, r->err);
-      if (rc == TM_OK) rc = load_window(r, &pred, dd);
-    }
-    sreq.predicate = pred.n_terms ? &pred : NULL;
-    sreq.apply_deletes = true; /* B12: by time reads the current snapshot, deletes applied */
-    if (dec.save_snapshot) {
-      sreq.has_as_of = true;
-      sreq.as_of_snapshot = dec.snapshot_to_save;
-    }
-    if (rc == TM_OK) rc = copy_rows(r, &sreq, &bound, dd, txn);
-  } else if (rc == TM_OK && dec.kind == TM_READ_SNAPSHOTS) {
-    size_t n = 0;
-    ids = tm_calloc(dec.n_steps ? dec.n_steps : 1, sizeof *ids);
-    if (!ids) rc = tm_error_nomem(r->err);
-    for (size_t i = 0; ids && i < dec.n_steps; i++)
-      if (dec.steps[i].rule != TM_SNAP_SKIP) ids[n++] = dec.steps[i].id;
-    sreq.mode = TM_SCAN_ADDED_BY;
-    sreq.snapshot_ids = ids;
-    sreq.n_snapshot_ids = n;
-    sreq.apply_deletes = false; /* B12: append never retracts a stored row */
-    if (rc == TM_OK && n > 0) rc = copy_rows(r, &sreq, NULL, NULL, txn);
-  }
-
-  /* The state map committed with the rows (B2, B8, B10). */
-  if (rc == TM_OK && txn) {
-    if (dec.save_snapshot) {
-      rc = set_state_int(&r->state, TM_STATE_SNAPSHOT_ID, dec.snapshot_to_save, r->err);
-      if (rc == TM_OK && r->table.uuid) rc = tm_kv_set(&r->state, TM_STATE_TABLE_UUID, r->table.uuid, r->err);
-    }
-    tm_buf fp = TM_BUF_INIT(1 << 20);
-    if (rc == TM_OK) rc = tm_schema_fingerprint(r->schema, &fp, r->err);
-    if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_SCHEMA, tm_buf_cstr(&fp), r->err);
-    tm_buf_dispose(&fp);
-    /* The last fallback reason (B6): kept until another fallback replaces it. */
-    if (rc == TM_OK && dec.fallback != TM_FALLBACK_NONE)
-      rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(dec.fallback), r->err);
-    tm_engine_commit_info ci;
-    memset(&ci, 0, sizeof ci);
-    /* An append that adds nothing and changes no state commits nothing:
-     * a no-op refresh writes no log record and syncs no file. */
-    bool noop = dec.kind != TM_READ_FULL && r->rows_offered == 0 && !r->new_engine &&
-                a->def->acceleration.mode == TM_ENGINE_FILE && same_state(&r->state, &r->stored_state);
-    if (rc == TM_OK && noop) {
-      tm_engine_txn_abort(txn);
-      txn = NULL;
-      int64_t rows = 0;
-      if (tm_engine_row_count(r->engine, &rows, r->err) == TM_OK) ci.rows_after = rows;
-    } else if (rc == TM_OK) {
-      rc = tm_engine_txn_commit(txn, &r->state, &ci, r->err);
-      txn = NULL;
-      if (rc == TM_OK) publish_engine(r);
-    }
-    if (rc == TM_OK) {
-      res->rows_written = ci.rows_written;
-      res->rows_after = ci.rows_after;
-      for (int k = 0; k < TM_SUPERSEDED__COUNT; k++) {
-        res->rows_superseded += ci.rows_superseded[k];
-        if (a->has_metrics && ci.rows_superseded[k])
-          tm_metric_add(a->m.rows_superseded,
-                        (const char *[]){d->name, tm_superseded_reason_name((tm_superseded_reason)k)},
-                        (double)ci.rows_superseded[k]);
-      }
-    }
-  }
+  if (p.writes) rc = tm_engine_begin(r->engine, p.txn, &txn, r->err);
+  if (rc == TM_OK) rc = read_rows(r, &p, txn);
+  if (rc == TM_OK && txn) rc = commit(r, &p, &txn);
   tm_engine_txn_abort(txn);
-  if (rc == TM_OK) {
-    /* Memory mode keeps the saved snapshot in memory (B8). */
-    pthread_mutex_lock(&a->state_lock);
-    if (dec.save_snapshot) {
-      a->mem_has_snapshot = true;
-      a->mem_snapshot = dec.snapshot_to_save;
-      tm_free(a->mem_uuid);
-      a->mem_uuid = r->table.uuid ? tm_strdup(r->table.uuid) : NULL;
-    }
-    pthread_mutex_unlock(&a->state_lock);
-    if (dec.save_snapshot) {
-      res->has_saved_snapshot = true;
-      res->saved_snapshot = dec.snapshot_to_save;
-    } else {
-      tm_saved_snapshot s;
-      char *u = NULL;
-      if (load_saved(r, false, &s, &u) == TM_OK && s.present) {
-        res->has_saved_snapshot = true;
-        res->saved_snapshot = s.id;
-      }
-      tm_free(u);
-    }
-  }
-  tm_free(ids);
-  tm_dedup_free(dd);
-  tm_predicate_dispose(&pred);
-  tm_decision_dispose(&dec);
+  if (rc == TM_OK) remember_saved(r, &p);
+  tm_refresh_plan_dispose(&p);
   return rc;
 }
 
 /*
- * Logs a fallback (B6): a warning when the reason differs from the last
- * fallback's (refreshes that follow snapshots in between do not reset it, so
- * a recurring cause warns once), a count always.
+ * Logs a fallback (B6): a warning when the plan says its reason differs from
+ * the last fallback's (refreshes that follow snapshots in between do not
+ * reset it, so a recurring cause warns once), a count always.
  */
-static void note_fallback(tm_accel *a, tm_fallback f) {
+static void note_fallback(tm_accel *a, tm_fallback f, bool warn) {
   if (f == TM_FALLBACK_NONE) return;
   pthread_mutex_lock(&a->state_lock);
-  bool changed = a->last_fallback != f;
   a->last_fallback = f;
   pthread_mutex_unlock(&a->state_lock);
-  if (changed)
+  if (warn)
     tm_log(TM_LOG_WARN, a->def->name,
            "append refresh reads by time instead of following snapshots: %s (SPEC B5)",
            tm_fallback_name(f));
   if (a->has_metrics)
     tm_metric_add(a->m.fallbacks, (const char *[]){a->def->name, tm_fallback_name(f)}, 1);
+}
+
+/* The outcome of a refresh, for the log, status and metrics. */
+static void report_success(run *r, const char *mode) {
+  tm_accel *a = r->a;
+  const tm_dataset_def *d = a->def;
+  tm_refresh_result *out = r->res;
+  note_fallback(a, out->fallback, r->warn_fallback);
+  /* The high-water mark after the refresh, for status and metrics. */
+  tm_instant hwm;
+  bool found = false;
+  if (r->has_tc && high_water_mark(r, &r->tc, &hwm, &found) == TM_OK && found) {
+    out->has_max_time = true;
+    out->max_time_ms = tm_instant_to_ms(hwm);
+  }
+  char line[512];
+  tm_refresh_result_line(out, d->name, line, sizeof line);
+  tm_log(TM_LOG_INFO, d->name,
+         "refresh finished: %s; read %lld rows, de-duplicated %lld, superseded %lld; files "
+         "%lld read, %lld skipped; row groups %lld read, %lld skipped; %.3f ms",
+         line + strlen(d->name) + 2, (long long)out->rows_read, (long long)out->rows_deduplicated,
+         (long long)out->rows_superseded, (long long)out->files_read,
+         (long long)out->files_skipped, (long long)out->row_groups_read,
+         (long long)out->row_groups_skipped, (double)out->duration_us / 1000.0);
+  if (out->dedup_window_rows)
+    tm_log(TM_LOG_INFO, d->name, "de-duplication: %lld stored rows in the window, peak %.1f MB%s",
+           (long long)out->dedup_window_rows, (double)out->dedup_peak_bytes / 1048576.0,
+           out->dedup_spilled ? ", spilled to disk" : "");
+  if (out->rows_null_time)
+    tm_log(TM_LOG_WARN, d->name, "%lld rows had a NULL or unreadable time and were skipped (A4)",
+           (long long)out->rows_null_time);
+  pthread_mutex_lock(&a->state_lock);
+  a->has_result = true;
+  a->last = *out;
+  a->ready = a->engine != NULL;
+  a->last_error[0] = '\0';
+  set_status_locked(a, a->ready ? TM_ACCEL_READY : TM_ACCEL_INITIALIZING);
+  pthread_mutex_unlock(&a->state_lock);
+  if (a->has_metrics) {
+    const char *ds[] = {d->name};
+    tm_metric_observe(a->m.duration, (const char *[]){d->name, mode}, (double)out->duration_ms);
+    tm_metric_add(a->m.rows_written, ds, (double)out->rows_written);
+    tm_metric_set(a->m.last_refresh, ds, (double)tm_now_ms());
+    if (out->has_max_time) tm_metric_set(a->m.max_timestamp, ds, (double)out->max_time_ms);
+    uint64_t size = 0;
+    tm_error e3;
+    if (r->engine && tm_engine_size_bytes(r->engine, &size, &e3) == TM_OK)
+      tm_metric_set(a->m.size_bytes, ds, (double)size);
+  }
+}
+
+static void report_failure(tm_accel *a, int rc, const tm_error *err, tm_accel_status before,
+                           const char *mode) {
+  const char *why = err ? err->message : tm_code_name(rc);
+  tm_log(TM_LOG_ERROR, a->def->name, "refresh failed: %s", why);
+  pthread_mutex_lock(&a->state_lock);
+  snprintf(a->last_error, sizeof a->last_error, "%s", why);
+  a->last_error_ms = tm_now_ms();
+  set_status_locked(a, a->ready ? (before == TM_ACCEL_SHUTTING_DOWN ? before : TM_ACCEL_ERROR)
+                                : TM_ACCEL_ERROR);
+  pthread_mutex_unlock(&a->state_lock);
+  if (a->has_metrics) tm_metric_add(a->m.errors, (const char *[]){a->def->name, mode}, 1);
+}
+
+/* Takes the refresh lock of an accelerated dataset (TM_EINVALID, TM_ECONFLICT). */
+static int lock_refresh(tm_accel *a, tm_error *err) {
+  const tm_dataset_def *d = a->def;
+  if (!(d->has_acceleration && d->acceleration.enabled))
+    return tm_error_set(err, TM_EINVALID, "dataset %s has no acceleration to refresh", d->name);
+  if (pthread_mutex_trylock(&a->refresh_lock) != 0)
+    return tm_error_set(err, TM_ECONFLICT, "dataset %s: a refresh is already running", d->name);
+  return TM_OK;
 }
 
 int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_result *out,
@@ -895,89 +941,51 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
     req = &defaults;
   }
   memset(out, 0, sizeof *out);
-  if (!(d->has_acceleration && d->acceleration.enabled))
-    return tm_error_set(err, TM_EINVALID, "dataset %s has no acceleration to refresh", d->name);
-  if (pthread_mutex_trylock(&a->refresh_lock) != 0)
-    return tm_error_set(err, TM_ECONFLICT, "dataset %s: a refresh is already running", d->name);
+  TM_TRY(lock_refresh(a, err));
   const char *mode = req->full ? "full" : tm_refresh_mode_name(d->acceleration.refresh_mode);
   tm_accel_status before = tm_accel_get_status(a);
   tm_accel_set_status(a, TM_ACCEL_REFRESHING);
   out->started_ms = tm_now_ms();
   int64_t t0 = tm_monotonic_ns();
   tm_log(TM_LOG_INFO, d->name, "refresh started (%s)", mode);
-
   run r;
-  memset(&r, 0, sizeof r);
-  r.a = a;
-  r.req = req;
-  r.res = out;
-  r.err = err;
-  tm_kv_init(&r.state);
-  tm_kv_init(&r.stored_state);
+  run_init(&r, a, req, out, err);
   int rc = do_refresh(&r);
   out->duration_us = (tm_monotonic_ns() - t0) / 1000;
   out->duration_ms = out->duration_us / 1000;
+  if (rc == TM_OK) report_success(&r, mode);
+  else report_failure(a, rc, err, before, mode);
+  run_dispose(&r);
+  pthread_mutex_unlock(&a->refresh_lock);
+  return rc;
+}
 
-  if (rc == TM_OK) {
-    note_fallback(a, out->fallback);
-    /* The high-water mark after the refresh, for status and metrics. */
-    tm_instant hwm;
-    bool found = false;
-    tm_error e2;
-    if (r.engine && high_water_mark(&r, &hwm, &found) == TM_OK && found) {
-      out->has_max_time = true;
-      out->max_time_ms = tm_instant_to_ms(hwm);
-    }
-    (void)e2;
-    char line[512];
-    tm_refresh_result_line(out, d->name, line, sizeof line);
-    tm_log(TM_LOG_INFO, d->name,
-           "refresh finished: %s; read %lld rows, de-duplicated %lld, superseded %lld; files "
-           "%lld read, %lld skipped; row groups %lld read, %lld skipped; %.3f ms",
-           line + strlen(d->name) + 2, (long long)out->rows_read, (long long)out->rows_deduplicated,
-           (long long)out->rows_superseded, (long long)out->files_read,
-           (long long)out->files_skipped, (long long)out->row_groups_read,
-           (long long)out->row_groups_skipped, (double)out->duration_us / 1000.0);
-    if (out->dedup_window_rows)
-      tm_log(TM_LOG_INFO, d->name, "de-duplication: %lld stored rows in the window, peak %.1f MB%s",
-             (long long)out->dedup_window_rows, (double)out->dedup_peak_bytes / 1048576.0,
-             out->dedup_spilled ? ", spilled to disk" : "");
-    if (out->rows_null_time)
-      tm_log(TM_LOG_WARN, d->name, "%lld rows had a NULL or unreadable time and were skipped (A4)",
-             (long long)out->rows_null_time);
-    pthread_mutex_lock(&a->state_lock);
-    a->has_result = true;
-    a->last = *out;
-    a->ready = a->engine != NULL;
-    a->last_error[0] = '\0';
-    set_status_locked(a, a->ready ? TM_ACCEL_READY : TM_ACCEL_INITIALIZING);
-    pthread_mutex_unlock(&a->state_lock);
-    if (a->has_metrics) {
-      const char *ds[] = {d->name};
-      tm_metric_observe(a->m.duration, (const char *[]){d->name, mode}, (double)out->duration_ms);
-      tm_metric_add(a->m.rows_written, ds, (double)out->rows_written);
-      tm_metric_set(a->m.last_refresh, ds, (double)tm_now_ms());
-      if (out->has_max_time) tm_metric_set(a->m.max_timestamp, ds, (double)out->max_time_ms);
-      uint64_t size = 0;
-      tm_error e3;
-      if (r.engine && tm_engine_size_bytes(r.engine, &size, &e3) == TM_OK)
-        tm_metric_set(a->m.size_bytes, ds, (double)size);
-    }
-  } else {
-    tm_log(TM_LOG_ERROR, d->name, "refresh failed: %s", err ? err->message : tm_code_name(rc));
-    pthread_mutex_lock(&a->state_lock);
-    snprintf(a->last_error, sizeof a->last_error, "%s", err ? err->message : tm_code_name(rc));
-    a->last_error_ms = tm_now_ms();
-    set_status_locked(a, a->ready ? (before == TM_ACCEL_SHUTTING_DOWN ? before : TM_ACCEL_ERROR)
-                                  : TM_ACCEL_ERROR);
-    pthread_mutex_unlock(&a->state_lock);
-    if (a->has_metrics) tm_metric_add(a->m.errors, (const char *[]){d->name, mode}, 1);
+int tm_accel_explain(tm_accel *a, const tm_refresh_request *req, tm_buf *out, tm_error *err) {
+  tm_refresh_request defaults;
+  if (!req) {
+    tm_refresh_request_init(&defaults);
+    req = &defaults;
   }
-  tm_sqlsource_free(r.sql);
-  tm_engine_release(r.engine);
-  tm_source_table_dispose(&r.table);
-  tm_kv_dispose(&r.state);
-  tm_kv_dispose(&r.stored_state);
+  TM_TRY(lock_refresh(a, err));
+  tm_refresh_result res;
+  memset(&res, 0, sizeof res);
+  run r;
+  run_init(&r, a, req, &res, err);
+  r.explain = true;
+  tm_refresh_plan p;
+  memset(&p, 0, sizeof p);
+  int rc = describe_source(&r);
+  if (rc == TM_ENOTFOUND) {
+    tm_engine *e = tm_accel_engine(a);
+    bool nothing = tm_refresh_plan_empty_source_reads_nothing(a->def, req->full, e != NULL);
+    tm_engine_release(e);
+    if (nothing) rc = tm_buf_printf(out, err, "read: nothing (the source holds no data yet)\n");
+  } else if (rc == TM_OK) {
+    rc = make_plan(&r, &p);
+    if (rc == TM_OK) rc = tm_refresh_plan_describe(&p, out, err);
+  }
+  tm_refresh_plan_dispose(&p);
+  run_dispose(&r);
   pthread_mutex_unlock(&a->refresh_lock);
   return rc;
 }

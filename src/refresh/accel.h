@@ -20,7 +20,7 @@
 
 #include "engine/engine.h"
 #include "refresh/dataset.h"
-#include "refresh/decide.h"
+#include "refresh/plan.h"
 #include "source/source.h"
 #include "util/metrics.h"
 
@@ -124,6 +124,16 @@ void tm_accel_free(tm_accel *a);
  */
 int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_result *out,
                      tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * The plan the next refresh with req would carry out (plan.h), as text, one
+ * "key: value" line each, appended to out (`tidemark refresh --explain`).
+ * Reads the source's metadata and the acceleration's state and high-water
+ * mark, never a row of the source, and changes nothing. The errors are
+ * tm_accel_refresh's before it reads.
+ */
+int tm_accel_explain(tm_accel *a, const tm_refresh_request *req, tm_buf *out, tm_error *err)
+    TM_WARN_UNUSED;
 
 /**
  * Retention (SPEC C3): deletes rows whose time is older than now_ms minus

@@ -69,7 +69,7 @@ int tm_duck__write_meta(tm_duck_engine *e, duckdb_connection c, tm_error *err) {
   if (rc == TM_OK) rc = tm_duck__table(&sql, e, "_tm_meta", err);
   if (rc == TM_OK) rc = run(c, &sql, e->base.cfg.dataset, err);
   const char *kv[4][2] = {{"format", TM_DUCK_FORMAT},
-                          {"kind", tm_engine_kind_name(e->base.vt->kind)},
+                          {"kind", tm_engine_kind_name(e->base.vt->traits.kind)},
                           {"schema", tm_buf_cstr(&schema)},
                           {"options", tm_buf_cstr(&fp)}};
   if (rc == TM_OK) rc = tm_buf_puts(&sql, "INSERT INTO ", err);
@@ -276,8 +276,8 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
   const char *name = opts->dataset ? opts->dataset : "?";
 
   if (file_mode) {
-    rc = tm_engine__duck_file(vt->kind, opts, &e->file, err);
-    if (rc == TM_OK && vt->kind == TM_ENGINE_CAYENNE && remove_old_format(opts->path))
+    rc = tm_engine__duck_file(vt->traits.kind, opts, &e->file, err);
+    if (rc == TM_OK && vt->traits.kind == TM_ENGINE_CAYENNE && remove_old_format(opts->path))
       tm_log(TM_LOG_WARN, name,
              "the acceleration in %s is in the segment format of an earlier tidemark: removed; "
              "the next refresh rebuilds it as a DuckDB database",
@@ -344,7 +344,7 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
     const char *kind = tm_kv_get(&meta, "kind");
     if (rc == TM_OK && (!tm_schema_equal(&stored, &e->base.schema) || !opt ||
                         strcmp(opt, tm_buf_cstr(&fp)) != 0 || !kind ||
-                        strcmp(kind, tm_engine_kind_name(vt->kind)) != 0))
+                        strcmp(kind, tm_engine_kind_name(vt->traits.kind)) != 0))
       e->pending = true;
     tm_buf_dispose(&fp);
     /* The time column's bounds at the last commit: hints for the high-water mark. */
@@ -883,19 +883,30 @@ static int open_cayenne(tm_engine **out, const tm_schema *s, const tm_engine_opt
 static int open_duckdb(tm_engine **out, const tm_schema *s, const tm_engine_options *o, tm_error *err);
 static int open_arrow(tm_engine **out, const tm_schema *s, const tm_engine_options *o, tm_error *err);
 
-#define DUCK_VTABLE(name, k, m, r, open_fn, drop_fn)                                     \
+#define DUCK_VTABLE(name, traits, open_fn, drop_fn)                                      \
   static const tm_engine_vtable name = {                                                 \
-      TM_ENGINE_VTABLE_VERSION, k, m, r, open_fn, drop_fn, duck_close, tm_duck__begin,    \
+      TM_ENGINE_VTABLE_VERSION, traits, open_fn, drop_fn, duck_close, tm_duck__begin,    \
       tm_duck__write, tm_duck__delete_where, tm_duck__delete_before, tm_duck__commit,    \
       tm_duck__abort, duck_read_state, duck_row_count, duck_bounds, duck_scan_open,      \
       scan_next, scan_free, duck_size_bytes, duck_relation}
 
-DUCK_VTABLE(k_cayenne, TM_ENGINE_CAYENNE, 1u << TM_ENGINE_FILE, TM_ENGINE_RULE_NEWEST_BY_TIME,
+/* cayenne: file mode only, a folder of its own, the newest time per key (A8). */
+DUCK_VTABLE(k_cayenne,
+            ((tm_engine_traits){TM_ENGINE_CAYENNE, 1u << TM_ENGINE_FILE, TM_ENGINE_FILE,
+                                TM_ENGINE_RULE_NEWEST_BY_TIME, true, true, true,
+                                "cayenne_file_path", ""}),
             open_cayenne, drop_cayenne);
-DUCK_VTABLE(k_duckdb, TM_ENGINE_DUCKDB, (1u << TM_ENGINE_FILE) | (1u << TM_ENGINE_MEMORY),
-            TM_ENGINE_RULE_ARRIVAL, open_duckdb, drop_duckdb);
-DUCK_VTABLE(k_arrow, TM_ENGINE_ARROW, 1u << TM_ENGINE_MEMORY, TM_ENGINE_RULE_ARRIVAL, open_arrow,
-            drop_arrow);
+/* duckdb: either mode, <name>.duckdb in the data folder, arrival order. */
+DUCK_VTABLE(k_duckdb,
+            ((tm_engine_traits){TM_ENGINE_DUCKDB, (1u << TM_ENGINE_FILE) | (1u << TM_ENGINE_MEMORY),
+                                TM_ENGINE_MEMORY, TM_ENGINE_RULE_ARRIVAL, true, false, true,
+                                "duckdb_file", ".duckdb"}),
+            open_duckdb, drop_duckdb);
+/* arrow: memory only, arrival order. */
+DUCK_VTABLE(k_arrow,
+            ((tm_engine_traits){TM_ENGINE_ARROW, 1u << TM_ENGINE_MEMORY, TM_ENGINE_MEMORY,
+                                TM_ENGINE_RULE_ARRIVAL, true, false, true, NULL, ""}),
+            open_arrow, drop_arrow);
 
 static int open_cayenne(tm_engine **out, const tm_schema *s, const tm_engine_options *o, tm_error *err) {
   return duck_open(out, s, o, &k_cayenne, err);

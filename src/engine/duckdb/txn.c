@@ -441,7 +441,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   tm_duck_engine *e = eng(t);
   const tm_engine *en = &e->base;
   const tm_schema *s = &en->schema;
-  bool by_time = en->vt->rule == TM_ENGINE_RULE_NEWEST_BY_TIME;
+  bool by_time = en->vt->traits.conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME;
   bool upsert = !by_time && en->cfg.on_conflict == TM_ON_CONFLICT_UPSERT;
   tm_buf sql = TM_BUF_INIT(64 << 20);
   int rc = TM_OK;

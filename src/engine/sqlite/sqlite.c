@@ -1405,9 +1405,9 @@ static int sq_relation(tm_engine *base, tm_buf *out, tm_error *err) {
 
 static const tm_engine_vtable k_vtable = {
     TM_ENGINE_VTABLE_VERSION,
-    TM_ENGINE_SQLITE,
-    (1u << TM_ENGINE_MEMORY) | (1u << TM_ENGINE_FILE),
-    TM_ENGINE_RULE_ARRIVAL,
+    /* sqlite: either mode, one database file it opens itself, arrival order. */
+    {TM_ENGINE_SQLITE, (1u << TM_ENGINE_MEMORY) | (1u << TM_ENGINE_FILE), TM_ENGINE_MEMORY,
+     TM_ENGINE_RULE_ARRIVAL, false, false, false, "sqlite_file", ""},
     sq_open,
     sq_drop,
     sq_close,

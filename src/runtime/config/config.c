@@ -428,6 +428,7 @@ static const char *const k_accel_ignored[] = {
 static const char *const k_snap_keys[] = {"enabled", "location", "bootstrap_on_failure_behavior",
                                           "params", NULL};
 
+/* In tm_engine_kind order (engine/engine.h). */
 static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
 static const char *const k_modes[] = {"memory", "file", NULL};
 static const char *const k_refresh_modes[] = {"full", "append", NULL};
@@ -553,18 +554,20 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
     path_pop(c, old);
     TM_TRY(rc);
   }
-  if (!mode_given) a->mode = a->engine == TM_ENGINE_CAYENNE ? TM_ENGINE_FILE : TM_ENGINE_MEMORY;
-  if (a->engine == TM_ENGINE_CAYENNE && a->mode == TM_ENGINE_MEMORY) {
+  const tm_engine_traits *traits = tm_engine_kind_traits(a->engine);
+  if (!mode_given) a->mode = traits->default_mode;
+  if (!tm_engine_kind_supports(a->engine, a->mode)) {
+    /* The engines that do support it, from their traits. */
+    char others[128] = "";
+    for (int k = 0; k < TM_ENGINE__COUNT; k++)
+      if (tm_engine_kind_supports((tm_engine_kind)k, a->mode))
+        snprintf(others + strlen(others), sizeof others - strlen(others), "%s%s",
+                 others[0] ? ", " : "", tm_engine_kind_name((tm_engine_kind)k));
     size_t old = path_push_key(c, "mode");
-    int rc = fail(c, lookup(c, n, "mode"),
-                  "engine cayenne supports mode file only (use engine arrow for memory)");
-    path_pop(c, old);
-    return rc;
-  }
-  if (a->engine == TM_ENGINE_ARROW && a->mode == TM_ENGINE_FILE) {
-    size_t old = path_push_key(c, "mode");
-    int rc = fail(c, lookup(c, n, "mode"),
-                  "engine arrow supports mode memory only (use cayenne, duckdb or sqlite for file)");
+    int rc = fail(c, lookup(c, n, "mode"), "engine %s supports mode %s only (use %s for %s)",
+                  tm_engine_kind_name(a->engine),
+                  tm_engine_mode_name(a->mode == TM_ENGINE_FILE ? TM_ENGINE_MEMORY : TM_ENGINE_FILE),
+                  others, tm_engine_mode_name(a->mode));
     path_pop(c, old);
     return rc;
   }
@@ -616,7 +619,7 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
       tm_free(cols);
     }
     /* SPEC A8: cayenne's rule is the newest time_column per key, whatever on_conflict says. */
-    if (rc == TM_OK && a->engine == TM_ENGINE_CAYENNE)
+    if (rc == TM_OK && tm_engine_kind_traits(a->engine)->conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME)
       rc = warn(c, oc,
                 "has no effect on engine cayenne, which keeps the newest row per key by "
                 "time_column (SPEC A8); on_conflict applies to duckdb, arrow and sqlite");
@@ -634,19 +637,13 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
  */
 static int resolve_data_path(ctx *c, tm_dataset_def *d) {
   const tm_kv *ps = &d->acceleration.params;
+  const tm_engine_traits *traits = tm_engine_kind_traits(d->acceleration.engine);
   const char *p = tm_kv_get(ps, "file_path");
-  switch (d->acceleration.engine) {
-    case TM_ENGINE_SQLITE: if (!p) p = tm_kv_get(ps, "sqlite_file"); break;
-    case TM_ENGINE_CAYENNE: if (!p) p = tm_kv_get(ps, "cayenne_file_path"); break;
-    case TM_ENGINE_DUCKDB: if (!p) p = tm_kv_get(ps, "duckdb_file"); break;
-    default: break;
-  }
+  if (!p && traits->path_param) p = tm_kv_get(ps, traits->path_param);
   char *path;
   if (p && p[0] == '/') path = tm_strdup(p);
   else if (p) path = tm_path_join(c->dir, p);
-  else if (d->acceleration.engine == TM_ENGINE_DUCKDB)
-    path = tm_asprintf("%s/.tidemark/data/%s.duckdb", c->dir, d->name);
-  else path = tm_asprintf("%s/.tidemark/data/%s", c->dir, d->name);
+  else path = tm_asprintf("%s/.tidemark/data/%s%s", c->dir, d->name, traits->file_suffix);
   if (!path) return tm_error_nomem(c->err);
   d->data_path = path;
   return TM_OK;
