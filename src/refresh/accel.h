@@ -2,9 +2,9 @@
  * accel.h - one dataset's acceleration and its refreshes (refresh layer).
  *
  * A tm_accel ties a dataset definition to its source and its engine and runs
- * refreshes: decide (decide.h), plan and read (the source), filter by time
- * and de-duplicate (timebound.h, dedup.h), write and commit atomically with
- * the state map (the engine). It keeps what must survive between refreshes
+ * refreshes: plan (plan.h), read (the source), filter by time and
+ * de-duplicate (timebound.h, dedup.h), write and commit atomically with the
+ * state map (the engine); run.c carries a plan out. It keeps what must survive between refreshes
  * in memory (the saved snapshot of a memory-mode acceleration, the last
  * fallback reason for SPEC B6's warning, the last result and error).
  *

@@ -10,7 +10,7 @@
  * added, or nothing), with which predicate, whether a re-read window is
  * de-duplicated, which transaction it opens, which state it commits, whether
  * a commit that changes nothing may be skipped, and whether it warns. It does
- * no I/O; refresh/accel.c only carries the plan out. Every rule is in
+ * no I/O; refresh/run.c only carries the plan out. Every rule is in
  * plan.c, and tests/unit/refresh/test_plan.c has a row per SPEC ID.
  *
  * The high-water mark costs a read of the acceleration, so the input may
