@@ -330,9 +330,8 @@ static int cmd_history(const tm_cli_args *a, const char *table) {
       kinds[1] = TM_CELL_NULL;
     }
     snprintf(cells[2], 512, "%lld", (long long)s->sequence_number);
-    tm_time_print(cells[3], 512, tm_floor_div(s->timestamp_ms, 1000),
-                  (int32_t)(s->timestamp_ms - tm_floor_div(s->timestamp_ms, 1000) * 1000) * 1000000,
-                  3, true);
+    tm_instant at = tm_instant_from_ms(s->timestamp_ms);
+    tm_time_print(cells[3], 512, at.sec, at.nsec, 3, true);
     snprintf(cells[4], 512, "%s", s->operation ? s->operation : "");
     const char *keys[3] = {"added-data-files", "added-records", "total-records"};
     for (int k = 0; k < 3; k++) {

@@ -283,38 +283,6 @@ int tm_engine__check_batch(const tm_engine *e, const tm_batch *b, tm_error *err)
 
 /* ---- time ------------------------------------------------------------------ */
 
-static tm_instant instant_of_units(int64_t v, int64_t per) {
-  tm_instant t = {false, 0, 0};
-  t.sec = tm_floor_div(v, per);
-  t.nsec = (int32_t)((v - t.sec * per) * (1000000000 / per));
-  return t;
-}
-
-tm_instant tm_engine__instant(const tm_type *t, tm_time_format f, const tm_value *v) {
-  tm_instant r = {true, 0, 0};
-  if (v->is_null) return r;
-  switch (t->id) {
-    case TM_TYPE_TIMESTAMP: return instant_of_units(v->v.i, tm_unit_per_second(t->unit));
-    case TM_TYPE_DATE32: r.null = false; r.sec = v->v.i * TM_SEC_PER_DAY; return r;
-    case TM_TYPE_UTF8: {
-      bool zone;
-      if (tm_time_parse(v->v.s.ptr, v->v.s.len, &r.sec, &r.nsec, &zone) == TM_OK) r.null = false;
-      return r;
-    }
-    default: break;
-  }
-  if (!tm_type_is_integer(t)) return r;
-  int64_t x;
-  if (t->id >= TM_TYPE_UINT8 && t->id <= TM_TYPE_UINT64)
-    x = v->v.u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->v.u;
-  else x = v->v.i;
-  switch (f) {
-    case TM_TIME_FORMAT_UNIX_MILLIS: return instant_of_units(x, 1000);
-    case TM_TIME_FORMAT_UNIX_NANOS: return instant_of_units(x, 1000000000);
-    default: r.null = false; r.sec = x; return r;
-  }
-}
-
 /* ---- dispatch ---------------------------------------------------------------- */
 
 /*

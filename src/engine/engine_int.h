@@ -113,24 +113,6 @@ int tm_engine__quote_string(tm_buf *b, const char *s, size_t len, tm_error *err)
 
 /* ---- time column ordering (SPEC A8, C3) --------------------------------- */
 
-/*
- * An instant for ordering and retention: seconds and nanoseconds since the
- * epoch. `null` orders before everything (a NULL or unparsable time never
- * wins against a real one).
- */
-typedef struct tm_instant {
-  bool null;
-  int64_t sec;
-  int32_t nsec;
-} tm_instant;
-
-/** The instant of a time-column value of type t under format f. */
-tm_instant tm_engine__instant(const tm_type *t, tm_time_format f, const tm_value *v);
-static inline int tm_instant_cmp(tm_instant a, tm_instant b) {
-  if (a.null || b.null) return (int)b.null - (int)a.null;
-  if (a.sec != b.sec) return a.sec < b.sec ? -1 : 1;
-  return (a.nsec > b.nsec) - (a.nsec < b.nsec);
-}
 /** The time format implied by a column type when the config gives none. */
 tm_time_format tm_engine__default_time_format(const tm_type *t);
 

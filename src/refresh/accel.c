@@ -302,8 +302,7 @@ int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_err
   int64_t by_time = 0, by_sql = 0;
   int rc = tm_engine_begin(e, TM_TXN_APPEND, &txn, err);
   if (rc == TM_OK && acc->retention_period_ms > 0) {
-    tm_instant cutoff = {tm_floor_div(now_ms, 1000), (int32_t)((now_ms - tm_floor_div(now_ms, 1000) * 1000) * 1000000)};
-    cutoff = tm_instant_minus_ms(cutoff, acc->retention_period_ms);
+    tm_instant cutoff = tm_instant_minus_ms(tm_instant_from_ms(now_ms), acc->retention_period_ms);
     rc = tm_engine_txn_delete_before(txn, cutoff.sec, cutoff.nsec, &by_time, err);
   }
   if (rc == TM_OK && acc->retention_sql) {

@@ -170,7 +170,7 @@ static int high_water_mark(run *r, const tm_time_column *tc, tm_instant *hwm, bo
     tm_engine_bounds b;
     memset(&b, 0, sizeof b);
     TM_TRY(tm_engine_column_bounds(r->engine, tc->name, &b, r->err));
-    if (b.found) *found = tm_time_value_instant(tc, &b.max, hwm);
+    if (b.found) *found = tm_value_instant(&tc->type, tc->format, &b.max, hwm);
     tm_engine_bounds_dispose(&b);
     return TM_OK;
   }

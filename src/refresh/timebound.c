@@ -8,36 +8,6 @@
 
 #define NSEC 1000000000
 
-int tm_instant_cmp(tm_instant a, tm_instant b) {
-  if (a.sec != b.sec) return a.sec < b.sec ? -1 : 1;
-  if (a.nsec != b.nsec) return a.nsec < b.nsec ? -1 : 1;
-  return 0;
-}
-
-tm_instant tm_instant_minus_ms(tm_instant a, int64_t ms) {
-  int64_t dsec = tm_floor_div(ms, 1000);
-  int64_t dns = (ms - dsec * 1000) * 1000000;
-  tm_instant r;
-  if (__builtin_sub_overflow(a.sec, dsec, &r.sec)) {
-    r.sec = dsec > 0 ? INT64_MIN / 2 : INT64_MAX / 2;
-    r.nsec = 0;
-    return r;
-  }
-  int64_t ns = a.nsec - dns;
-  if (ns < 0) {
-    ns += NSEC;
-    r.sec--;
-  }
-  r.nsec = (int32_t)ns;
-  return r;
-}
-
-int64_t tm_instant_to_ms(tm_instant a) {
-  int64_t ms;
-  if (__builtin_mul_overflow(a.sec, 1000, &ms)) return a.sec < 0 ? INT64_MIN : INT64_MAX;
-  return ms + a.nsec / 1000000;
-}
-
 /* Units per second of an integer or timestamp time column. */
 static int64_t per_second(const tm_time_column *tc) {
   switch (tc->format) {
@@ -48,19 +18,6 @@ static int64_t per_second(const tm_time_column *tc) {
   }
   if (tc->type.id == TM_TYPE_TIMESTAMP) return tm_unit_per_second(tc->type.unit);
   return 1;
-}
-
-static tm_instant from_native(const tm_time_column *tc, int64_t v) {
-  tm_instant r;
-  if (tc->type.id == TM_TYPE_DATE32) {
-    r.sec = v * 86400;
-    r.nsec = 0;
-    return r;
-  }
-  int64_t per = per_second(tc);
-  r.sec = tm_floor_div(v, per);
-  r.nsec = (int32_t)((v - r.sec * per) * (NSEC / per));
-  return r;
 }
 
 /*
@@ -74,13 +31,8 @@ static int64_t to_native(const tm_time_column *tc, tm_instant t, bool round_up) 
     if (round_up && (t.sec - days * 86400 != 0 || t.nsec != 0)) days++;
     return days;
   }
-  int64_t base;
-  if (__builtin_mul_overflow(t.sec, per, &base)) return t.sec < 0 ? INT64_MIN : INT64_MAX;
-  int64_t sub_unit = NSEC / per; /* ns per unit */
-  int64_t units = t.nsec / sub_unit;
-  bool rem = t.nsec % sub_unit != 0;
   int64_t v;
-  if (__builtin_add_overflow(base, units + (round_up && rem ? 1 : 0), &v)) return INT64_MAX;
+  if (!tm_instant_to_units(t, per, round_up, &v)) return t.sec < 0 ? INT64_MIN : INT64_MAX;
   return v;
 }
 
@@ -129,28 +81,11 @@ int tm_time_column_init(tm_time_column *out, const char *name, tm_type type,
   return TM_OK;
 }
 
-bool tm_time_value_instant(const tm_time_column *tc, const tm_value *v, tm_instant *out) {
-  if (v->is_null) return false;
-  switch (tc->type.id) {
-    case TM_TYPE_UTF8: {
-      bool zone;
-      return tm_time_parse(v->v.s.ptr, v->v.s.len, &out->sec, &out->nsec, &zone) == TM_OK;
-    }
-    case TM_TYPE_UINT8:
-    case TM_TYPE_UINT16:
-    case TM_TYPE_UINT32:
-    case TM_TYPE_UINT64:
-      *out = from_native(tc, v->v.u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->v.u);
-      return true;
-    default: *out = from_native(tc, v->v.i); return true;
-  }
-}
-
 bool tm_time_cell_instant(const tm_time_column *tc, const tm_colview *col, int64_t row,
                           tm_instant *out) {
   tm_value v;
   tm_colview_get(col, row, &v);
-  return tm_time_value_instant(tc, &v, out);
+  return tm_value_instant(&tc->type, tc->format, &v, out);
 }
 
 tm_time_bound tm_time_bound_for_append(const tm_time_column *tc, tm_instant hwm,

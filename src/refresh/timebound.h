@@ -23,18 +23,6 @@
 #include "format/predicate.h"
 #include "util/time.h"
 
-/** An instant: seconds since the epoch and nanoseconds (0..999999999). */
-typedef struct tm_instant {
-  int64_t sec;
-  int32_t nsec;
-} tm_instant;
-
-int tm_instant_cmp(tm_instant a, tm_instant b);
-/** a - ms, saturating at the representable range. */
-tm_instant tm_instant_minus_ms(tm_instant a, int64_t ms);
-/** Milliseconds since the epoch (floor), saturating. */
-int64_t tm_instant_to_ms(tm_instant a);
-
 /** How a time column is read. */
 typedef struct tm_time_column {
   const char *name;     /* view; the column name */
@@ -59,9 +47,6 @@ int tm_time_column_init(tm_time_column *out, const char *name, tm_type type,
  */
 bool tm_time_cell_instant(const tm_time_column *tc, const tm_colview *col, int64_t row,
                           tm_instant *out);
-/** A value of the column's type (e.g. the engine's max) as an instant. */
-bool tm_time_value_instant(const tm_time_column *tc, const tm_value *v, tm_instant *out);
-
 /** A lower bound on the time column. */
 typedef struct tm_time_bound {
   bool active;         /* false: no bound (read everything) */

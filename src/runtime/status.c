@@ -46,8 +46,8 @@ json_t *tm_json_text(const char *s) {
 
 int tm_status_set_time(json_t *obj, const char *key, int64_t ms) {
   char buf[64];
-  int64_t sec = tm_floor_div(ms, 1000);
-  tm_time_print(buf, sizeof buf, sec, (int32_t)((ms - sec * 1000) * 1000000), 3, true);
+  tm_instant t = tm_instant_from_ms(ms);
+  tm_time_print(buf, sizeof buf, t.sec, t.nsec, 3, true);
   return json_object_set_new(obj, key, json_string(buf));
 }
 
@@ -75,7 +75,7 @@ static void high_water_mark(tm_engine *e, const tm_dataset_def *def, const tm_ac
       memset(&b, 0, sizeof b);
       tm_instant t;
       if (tm_engine_column_bounds(e, def->time_column, &b, &err) == TM_OK && b.found &&
-          tm_time_value_instant(&tc, &b.max, &t)) {
+          tm_value_instant(&tc.type, tc.format, &b.max, &t)) {
         tm_time_print(buf, cap, t.sec, t.nsec, -1, true);
         *found = true;
       }
@@ -84,9 +84,8 @@ static void high_water_mark(tm_engine *e, const tm_dataset_def *def, const tm_ac
     }
   }
   if (info->has_result && info->last.has_max_time) {
-    int64_t ms = info->last.max_time_ms;
-    int64_t sec = tm_floor_div(ms, 1000);
-    tm_time_print(buf, cap, sec, (int32_t)((ms - sec * 1000) * 1000000), -1, true);
+    tm_instant t = tm_instant_from_ms(info->last.max_time_ms);
+    tm_time_print(buf, cap, t.sec, t.nsec, -1, true);
     *found = true;
   }
 }

@@ -275,3 +275,58 @@ size_t tm_time_print_now(char *buf, size_t cap) {
   tm_now(&sec, &nsec);
   return tm_time_print(buf, cap, sec, (nsec / 1000000) * 1000000, 3, true);
 }
+
+/* ---- instants ------------------------------------------------------------- */
+
+int tm_instant_cmp(tm_instant a, tm_instant b) {
+  if (a.sec != b.sec) return a.sec < b.sec ? -1 : 1;
+  if (a.nsec != b.nsec) return a.nsec < b.nsec ? -1 : 1;
+  return 0;
+}
+
+tm_instant tm_instant_minus_ms(tm_instant a, int64_t ms) {
+  int64_t dsec = tm_floor_div(ms, 1000);
+  int64_t dns = (ms - dsec * 1000) * 1000000;
+  tm_instant r;
+  if (__builtin_sub_overflow(a.sec, dsec, &r.sec)) {
+    r.sec = dsec > 0 ? INT64_MIN / 2 : INT64_MAX / 2;
+    r.nsec = 0;
+    return r;
+  }
+  int64_t ns = a.nsec - dns;
+  if (ns < 0) {
+    ns += 1000000000;
+    r.sec--;
+  }
+  r.nsec = (int32_t)ns;
+  return r;
+}
+
+int64_t tm_instant_to_ms(tm_instant a) {
+  int64_t ms;
+  if (__builtin_mul_overflow(a.sec, 1000, &ms)) return a.sec < 0 ? INT64_MIN : INT64_MAX;
+  return ms + a.nsec / 1000000;
+}
+
+tm_instant tm_instant_from_units(int64_t v, int64_t per_second) {
+  /* Quotient and remainder, not v - floor * per: that overflows near INT64_MIN. */
+  int64_t sec = v / per_second, rem = v % per_second;
+  if (rem < 0) {
+    sec--;
+    rem += per_second;
+  }
+  return (tm_instant){sec, (int32_t)(rem * (1000000000 / per_second))};
+}
+
+tm_instant tm_instant_from_ms(int64_t ms) { return tm_instant_from_units(ms, 1000); }
+
+bool tm_instant_to_units(tm_instant t, int64_t per_second, bool ceil, int64_t *out) {
+  int64_t ns_per_unit = 1000000000 / per_second;
+  int64_t v;
+  bool rest = t.nsec % ns_per_unit != 0;
+  if (__builtin_mul_overflow(t.sec, per_second, &v) ||
+      __builtin_add_overflow(v, t.nsec / ns_per_unit + (ceil && rest ? 1 : 0), &v))
+    return false;
+  *out = v;
+  return true;
+}

@@ -43,6 +43,32 @@ int tm_duration_parse(const char *s, int64_t *ms_out, tm_error *err) TM_WARN_UNU
 /** Formats ms as the shortest sum of units ("1h30m", "500ms", "0s"). */
 size_t tm_duration_format(int64_t ms, char *buf, size_t cap);
 
+/*
+ * An instant: seconds since the epoch and nanoseconds (0..999999999), UTC.
+ * The one instant type of the program: time columns, high-water marks,
+ * bounds, retention cut-offs (a value becomes one with tm_value_instant,
+ * format/arrow/batch.h).
+ */
+typedef struct tm_instant {
+  int64_t sec;
+  int32_t nsec;
+} tm_instant;
+
+int tm_instant_cmp(tm_instant a, tm_instant b);
+/** a - ms, saturating at the representable range. */
+tm_instant tm_instant_minus_ms(tm_instant a, int64_t ms);
+/** Milliseconds since the epoch (floor), saturating. */
+int64_t tm_instant_to_ms(tm_instant a);
+/** The instant ms milliseconds after the epoch. */
+tm_instant tm_instant_from_ms(int64_t ms);
+/** The instant v units after the epoch, per units in a second (1, 1000, ..., 1e9). */
+tm_instant tm_instant_from_units(int64_t v, int64_t per_second);
+/**
+ * t in units of 1/per_second s: the floor, or the ceiling when ceil is set.
+ * False (and *out untouched) when the result does not fit in int64.
+ */
+bool tm_instant_to_units(tm_instant t, int64_t per_second, bool ceil, int64_t *out);
+
 /** Days since 1970-01-01 of a proleptic Gregorian date (no validation). */
 int64_t tm_days_from_civil(int64_t y, unsigned m, unsigned d);
 void tm_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);

@@ -295,12 +295,8 @@ static bool const_value(const sqlconst *c, const tm_type *t, tm_value *out) {
         return true;
       }
       int64_t per = tm_unit_per_second(t->unit);
-      int64_t sub = 1000000000 / per;
-      if (nsec % sub != 0) return false;
-      int64_t v;
-      if (__builtin_mul_overflow(sec, per, &v) || __builtin_add_overflow(v, nsec / sub, &v)) return false;
-      out->v.i = v;
-      return true;
+      if (nsec % (1000000000 / per) != 0) return false; /* not exact in the column's unit */
+      return tm_instant_to_units((tm_instant){sec, nsec}, per, false, &out->v.i);
     }
     default: return false;
   }

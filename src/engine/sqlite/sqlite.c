@@ -767,7 +767,7 @@ static void older_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   sq_engine *e = sqlite3_user_data(ctx);
   const tm_column *col = &e->base.schema.cols[e->base.cfg.time_col];
-  tm_instant bound = {false, sqlite3_value_int64(argv[1]), (int32_t)sqlite3_value_int64(argv[2])};
+  tm_instant bound = {sqlite3_value_int64(argv[1]), (int32_t)sqlite3_value_int64(argv[2])};
   tm_value v;
   memset(&v, 0, sizeof v);
   v.type = col->type.id;
@@ -789,8 +789,9 @@ static void older_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   } else {
     v.v.i = sqlite3_value_int64(argv[0]);
   }
-  tm_instant at = tm_engine__instant(&col->type, e->base.cfg.time_format, &v);
-  sqlite3_result_int(ctx, !at.null && tm_instant_cmp(at, bound) < 0);
+  tm_instant at;
+  bool known = tm_value_instant(&col->type, e->base.cfg.time_format, &v, &at);
+  sqlite3_result_int(ctx, known && tm_instant_cmp(at, bound) < 0);
 }
 
 static int run_delete(sq_engine *e, sqlite3_stmt *st, int64_t *n_out, tm_error *err) {

@@ -178,13 +178,9 @@ int tm_sqltype_parse_temporal(const tm_type *t, const char *s, size_t n, int64_t
     case TM_TYPE_TIME64: return parse_time_of_day(s, n, tm_unit_per_second(t->unit), out);
     case TM_TYPE_TIMESTAMP: {
       if (tm_time_parse(s, n, &sec, &nsec, &zone) != TM_OK) return TM_EINVALID;
-      int64_t per = tm_unit_per_second(t->unit);
-      int64_t v;
-      if (__builtin_mul_overflow(sec, per, &v) ||
-          __builtin_add_overflow(v, (int64_t)nsec / (1000000000 / per), &v))
-        return TM_EINVALID;
-      *out = v;
-      return TM_OK;
+      return tm_instant_to_units((tm_instant){sec, nsec}, tm_unit_per_second(t->unit), false, out)
+                 ? TM_OK
+                 : TM_EINVALID;
     }
     default: return TM_EINVALID;
   }

@@ -741,3 +741,27 @@ int tm_batch_project(const tm_batch *in, const size_t *idx, size_t n, tm_batch *
   tm_schema_dispose(&schema);
   return rc;
 }
+
+/* ---- time values -------------------------------------------------------- */
+
+bool tm_value_instant(const tm_type *t, tm_time_format f, const tm_value *v, tm_instant *out) {
+  if (v->is_null) return false;
+  switch (t->id) {
+    case TM_TYPE_TIMESTAMP: *out = tm_instant_from_units(v->v.i, tm_unit_per_second(t->unit)); return true;
+    case TM_TYPE_DATE32: *out = (tm_instant){v->v.i * TM_SEC_PER_DAY, 0}; return true;
+    case TM_TYPE_UTF8: {
+      bool zone;
+      return tm_time_parse(v->v.s.ptr, v->v.s.len, &out->sec, &out->nsec, &zone) == TM_OK;
+    }
+    default: break;
+  }
+  if (!tm_type_is_integer(t)) return false;
+  int64_t x = t->id >= TM_TYPE_UINT8 && t->id <= TM_TYPE_UINT64
+                  ? (v->v.u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->v.u)
+                  : v->v.i;
+  switch (f) {
+    case TM_TIME_FORMAT_UNIX_MILLIS: *out = tm_instant_from_units(x, 1000); return true;
+    case TM_TIME_FORMAT_UNIX_NANOS: *out = tm_instant_from_units(x, 1000000000); return true;
+    default: *out = (tm_instant){x, 0}; return true;
+  }
+}

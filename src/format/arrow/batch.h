@@ -29,6 +29,7 @@
 #include "util/buf.h"
 #include "util/error.h"
 #include "util/str.h"
+#include "util/time.h"
 
 #define TM_BATCH_DEFAULT_ROWS 65536
 
@@ -101,6 +102,16 @@ typedef struct tm_value {
     uint8_t dec[16]; /* DECIMAL128, little-endian two's complement */
   } v;
 } tm_value;
+
+/**
+ * The instant of a time value of type t read under time_format f (SPEC A4):
+ * timestamps in their unit, dates as midnight UTC, integers as unix_seconds
+ * (UNSET), unix_millis or unix_nanos, strings as RFC 3339. False for NULL,
+ * for text that does not parse and for a type that holds no time. The one
+ * conversion of a value to an instant (refresh bounds, the engines' retention
+ * and newest-per-key ordering, status).
+ */
+bool tm_value_instant(const tm_type *t, tm_time_format f, const tm_value *v, tm_instant *out);
 
 void tm_colview_get(const tm_colview *c, int64_t row, tm_value *out);
 /** Integer-like cells (ints, date, time, timestamp, bool) as int64; uint64 > INT64_MAX clamps. */

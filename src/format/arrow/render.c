@@ -115,14 +115,8 @@ int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_erro
       return tm_buf_append(out, tmp, n, err);
     case TM_TYPE_TIMESTAMP: {
       /* Floor division without the overflow of sec * per near INT64_MIN. */
-      int64_t per = tm_unit_per_second(type->unit);
-      int64_t sec = v->v.i / per, rem = v->v.i % per;
-      if (rem < 0) {
-        sec -= 1;
-        rem += per;
-      }
-      int32_t nsec = (int32_t)(rem * (1000000000 / per));
-      n = tm_time_print(tmp, sizeof tmp, sec, nsec, -1, type->utc);
+      tm_instant at = tm_instant_from_units(v->v.i, tm_unit_per_second(type->unit));
+      n = tm_time_print(tmp, sizeof tmp, at.sec, at.nsec, -1, type->utc);
       return tm_buf_append(out, tmp, n, err);
     }
     case TM_TYPE_UTF8: return tm_buf_append(out, v->v.s.ptr, v->v.s.len, err);

@@ -111,58 +111,41 @@ static int snappy_block(const uint8_t *in, size_t in_len, size_t limit, tm_buf *
   return TM_OK;
 }
 
+/* One call of the streaming decoder into out, within limit; *produced: bytes it wrote. */
+static int zstd_step(ZSTD_DCtx *dctx, ZSTD_inBuffer *ib, size_t limit, tm_buf *out,
+                     size_t *last, size_t *produced, tm_error *err) {
+  size_t room = ZSTD_DStreamOutSize();
+  if (room > limit - out->len) room = limit - out->len;
+  if (room == 0)
+    return tm_error_set(err, TM_ETOOLARGE, "Avro zstandard block expands past the %zu-byte limit",
+                        limit);
+  TM_TRY(tm_buf_reserve(out, room, err));
+  ZSTD_outBuffer ob = {out->ptr + out->len, room, 0};
+  *last = ZSTD_decompressStream(dctx, &ob, ib);
+  if (ZSTD_isError(*last))
+    return TM_CORRUPT(err, "Avro zstandard block is corrupt (%s)", ZSTD_getErrorName(*last));
+  out->len += ob.pos;
+  out->ptr[out->len] = '\0';
+  *produced = ob.pos;
+  return TM_OK;
+}
+
 static int zstd_block(const uint8_t *in, size_t in_len, size_t limit, tm_buf *out,
                       tm_error *err) {
   ZSTD_DCtx *dctx = ZSTD_createDCtx();
   if (!dctx) return tm_error_nomem(err);
   int rc = TM_OK;
   ZSTD_inBuffer ib = {in, in_len, 0};
-  size_t last = 1;
-  while (ib.pos < ib.size) {
-    size_t room = ZSTD_DStreamOutSize();
-    if (room > limit - out->len) room = limit - out->len;
-    if (room == 0) {
-      rc = tm_error_set(err, TM_ETOOLARGE,
-                        "Avro zstandard block expands past the %zu-byte limit", limit);
-      goto done;
-    }
-    rc = tm_buf_reserve(out, room, err);
-    if (rc < 0) goto done;
-    ZSTD_outBuffer ob = {out->ptr + out->len, room, 0};
-    last = ZSTD_decompressStream(dctx, &ob, &ib);
-    if (ZSTD_isError(last)) {
-      rc = TM_CORRUPT(err, "Avro zstandard block is corrupt (%s)", ZSTD_getErrorName(last));
-      goto done;
-    }
-    out->len += ob.pos;
-    out->ptr[out->len] = '\0';
-    if (ob.pos == 0 && ib.pos == ib.size) break;
+  size_t last = 1, produced = 0;
+  while (rc == TM_OK && ib.pos < ib.size) {
+    rc = zstd_step(dctx, &ib, limit, out, &last, &produced, err);
+    if (rc == TM_OK && produced == 0 && ib.pos == ib.size) break;
   }
   /* Flush anything still buffered in the decoder. */
-  while (last != 0) {
-    size_t room = ZSTD_DStreamOutSize();
-    if (room > limit - out->len) room = limit - out->len;
-    if (room == 0) {
-      rc = tm_error_set(err, TM_ETOOLARGE,
-                        "Avro zstandard block expands past the %zu-byte limit", limit);
-      goto done;
-    }
-    rc = tm_buf_reserve(out, room, err);
-    if (rc < 0) goto done;
-    ZSTD_outBuffer ob = {out->ptr + out->len, room, 0};
-    last = ZSTD_decompressStream(dctx, &ob, &ib);
-    if (ZSTD_isError(last)) {
-      rc = TM_CORRUPT(err, "Avro zstandard block is corrupt (%s)", ZSTD_getErrorName(last));
-      goto done;
-    }
-    out->len += ob.pos;
-    out->ptr[out->len] = '\0';
-    if (ob.pos == 0) {
-      rc = TM_CORRUPT(err, "Avro zstandard block is truncated");
-      goto done;
-    }
+  while (rc == TM_OK && last != 0) {
+    rc = zstd_step(dctx, &ib, limit, out, &last, &produced, err);
+    if (rc == TM_OK && produced == 0) rc = TM_CORRUPT(err, "Avro zstandard block is truncated");
   }
-done:
   ZSTD_freeDCtx(dctx);
   return rc;
 }

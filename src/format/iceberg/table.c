@@ -247,6 +247,20 @@ static int on_name(void *ctx, const char *name) {
 }
 
 /*
+ * Reads metadata/<name>: TM_OK with *path_out (tm_free) and the bytes,
+ * TM_ENOTFOUND when it does not exist, or the read's error.
+ */
+static int read_metadata_named(tm_iceberg_io *io, const char *mdir, const char *name,
+                               char **path_out, char **data_out, size_t *len_out, tm_error *err) {
+  char *cand = tm_path_join(mdir, name);
+  if (!cand) return tm_error_nomem(err);
+  int rc = tm_iceberg__read_all(io, cand, TM_ICEBERG__MAX_METADATA_BYTES, data_out, len_out, err);
+  if (rc == TM_OK) *path_out = cand;
+  else tm_free(cand);
+  return rc;
+}
+
+/*
  * Finds and reads the current metadata file of a table root. On success
  * *path_out (tm_free) names it and *data_out/len_out hold its bytes.
  */
@@ -254,7 +268,7 @@ static int find_metadata(tm_iceberg_io *io, const char *root, char **path_out, c
                          size_t *len_out, tm_error *err) {
   char *mdir = tm_path_join(root, "metadata");
   char *hint_path = mdir ? tm_path_join(mdir, "version-hint.text") : NULL;
-  char *hint = NULL, *cand = NULL;
+  char *hint = NULL;
   size_t hint_len = 0;
   scan_names names = {-1, NULL, -1, NULL, false};
   int rc;
@@ -272,42 +286,16 @@ static int find_metadata(tm_iceberg_io *io, const char *root, char **path_out, c
       for (int i = 0; i < 3; i++) {
         char name[64];
         snprintf(name, sizeof name, forms[i], (long long)n);
-        cand = tm_path_join(mdir, name);
-        if (!cand) {
-          rc = tm_error_nomem(err);
-          goto done;
-        }
-        rc = tm_iceberg__read_all(io, cand, TM_ICEBERG__MAX_METADATA_BYTES, data_out, len_out,
-                                  err);
-        if (rc == TM_OK) {
-          *path_out = cand;
-          cand = NULL;
-          goto done;
-        }
+        rc = read_metadata_named(io, mdir, name, path_out, data_out, len_out, err);
         if (rc != TM_ENOTFOUND) goto done;
-        tm_free(cand);
-        cand = NULL;
       }
     } else if (h.len > 0 && h.len < 256 && !memchr(h.ptr, '/', h.len)) {
       char name[256];
       memcpy(name, h.ptr, h.len);
       name[h.len] = '\0';
       if (is_metadata_name(name)) {
-        cand = tm_path_join(mdir, name);
-        if (!cand) {
-          rc = tm_error_nomem(err);
-          goto done;
-        }
-        rc = tm_iceberg__read_all(io, cand, TM_ICEBERG__MAX_METADATA_BYTES, data_out, len_out,
-                                  err);
-        if (rc == TM_OK) {
-          *path_out = cand;
-          cand = NULL;
-          goto done;
-        }
+        rc = read_metadata_named(io, mdir, name, path_out, data_out, len_out, err);
         if (rc != TM_ENOTFOUND) goto done;
-        tm_free(cand);
-        cand = NULL;
       }
     }
     /* An empty or stale hint: fall back to listing. */
@@ -336,21 +324,11 @@ static int find_metadata(tm_iceberg_io *io, const char *root, char **path_out, c
     rc = tm_error_set(err, TM_ENOTFOUND, "%s: no *.metadata.json file in metadata/", root);
     goto done;
   }
-  cand = tm_path_join(mdir, best);
-  if (!cand) {
-    rc = tm_error_nomem(err);
-    goto done;
-  }
-  rc = tm_iceberg__read_all(io, cand, TM_ICEBERG__MAX_METADATA_BYTES, data_out, len_out, err);
-  if (rc == TM_OK) {
-    *path_out = cand;
-    cand = NULL;
-  }
+  rc = read_metadata_named(io, mdir, best, path_out, data_out, len_out, err);
 done:
   tm_free(mdir);
   tm_free(hint_path);
   tm_free(hint);
-  tm_free(cand);
   tm_free(names.best_v_name);
   tm_free(names.best_seq_name);
   return rc;

@@ -151,18 +151,16 @@ static int to_value(lexer *l, const char *col, const tm_type *t, const char *s, 
       break;
     case TM_TYPE_TIMESTAMP:
       if (tm_time_parse(s, len, &sec, &ns, &zone) == TM_OK) {
-        int64_t per = tm_unit_per_second(t->unit);
-        v->v.i = sec * per + ns / (1000000000 / per);
-        return TM_OK;
+        if (tm_instant_to_units((tm_instant){sec, ns}, tm_unit_per_second(t->unit), false, &v->v.i))
+          return TM_OK;
       }
       break;
     case TM_TYPE_TIME64: {
       char buf[64];
       snprintf(buf, sizeof buf, "1970-01-01T%s", s);
       if (tm_time_parse(buf, strlen(buf), &sec, &ns, &zone) == TM_OK) {
-        int64_t per = tm_unit_per_second(t->unit);
-        v->v.i = sec * per + ns / (1000000000 / per);
-        return TM_OK;
+        if (tm_instant_to_units((tm_instant){sec, ns}, tm_unit_per_second(t->unit), false, &v->v.i))
+          return TM_OK;
       }
       break;
     }

@@ -204,9 +204,7 @@ int tm_text_append(tm_colbuilder *cb, const char *s, size_t len, tm_error *err) 
       bool zone;
       if (tm_time_parse(s, len, &sec, &nsec, &zone) != TM_OK)
         return bad(err, "a timestamp (RFC 3339)", s, len);
-      int64_t per = tm_unit_per_second(t->unit);
-      if (__builtin_mul_overflow(sec, per, &v) ||
-          __builtin_add_overflow(v, nsec / (1000000000 / per), &v))
+      if (!tm_instant_to_units((tm_instant){sec, nsec}, tm_unit_per_second(t->unit), false, &v))
         return bad(err, "a timestamp in range", s, len);
       return tm_colbuilder_append_int(cb, v, err);
     }
@@ -221,8 +219,10 @@ int tm_text_append(tm_colbuilder *cb, const char *s, size_t len, tm_error *err) 
       bool zone;
       if (tm_time_parse(tmp, len + 11, &sec, &nsec, &zone) != TM_OK || zone)
         return bad(err, "a time (HH:MM:SS)", s, len);
-      int64_t per = tm_unit_per_second(t->unit);
-      return tm_colbuilder_append_int(cb, sec * per + nsec / (1000000000 / per), err);
+      int64_t units;
+      if (!tm_instant_to_units((tm_instant){sec, nsec}, tm_unit_per_second(t->unit), false, &units))
+        return bad(err, "a time (HH:MM:SS)", s, len);
+      return tm_colbuilder_append_int(cb, units, err);
     }
     default: return tm_error_set(err, TM_EUNSUPPORTED, "cannot read this type from text");
   }

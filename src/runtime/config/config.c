@@ -6,11 +6,12 @@
  * start mark, so errors name line and column), then walked section by
  * section. Each section lists its keys in a table: keys tidemark uses, and
  * keys Spice defines that tidemark ignores (a warning, not an error).
+ * Reading nodes and values (messages, typed scalars, the tables' check,
+ * params) is read.c's; this file holds the tables and the sections.
  */
-#include "runtime/config/config.h"
+#include "runtime/config/config_int.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,383 +21,6 @@
 
 #include "io/io.h"
 #include "util/alloc.h"
-#include "util/noop.h"
-
-typedef struct ctx {
-  const char *file;     /* name used in messages */
-  const char *dir;      /* folder relative paths resolve against */
-  yaml_document_t *doc;
-  tm_config *cfg;
-  tm_error *err;
-  char path[256];       /* key path of the node being validated */
-} ctx;
-
-/* ---- messages ---------------------------------------------------------- */
-
-static int failv(ctx *c, const yaml_node_t *node, const char *fmt, va_list ap) {
-  char msg[768];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  if (node)
-    return tm_error_set(c->err, TM_EINVALID, "%s:%lu:%lu: %s%s%s", c->file,
-                        (unsigned long)node->start_mark.line + 1,
-                        (unsigned long)node->start_mark.column + 1, c->path,
-                        c->path[0] ? ": " : "", msg);
-  return tm_error_set(c->err, TM_EINVALID, "%s: %s%s%s", c->file, c->path,
-                      c->path[0] ? ": " : "", msg);
-}
-
-static int fail(ctx *c, const yaml_node_t *node, const char *fmt, ...) TM_PRINTF(3, 4);
-static int fail(ctx *c, const yaml_node_t *node, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = failv(c, node, fmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-/* Appends ".key" or "[i]" to the key path; returns the old length to restore. */
-static size_t path_push_key(ctx *c, const char *key) {
-  size_t old = strlen(c->path);
-  snprintf(c->path + old, sizeof c->path - old, "%s%s", old ? "." : "", key);
-  return old;
-}
-
-static size_t path_push_index(ctx *c, size_t i) {
-  size_t old = strlen(c->path);
-  snprintf(c->path + old, sizeof c->path - old, "[%zu]", i);
-  return old;
-}
-
-static void path_pop(ctx *c, size_t old) { c->path[old] = '\0'; }
-
-static int warn(ctx *c, const yaml_node_t *node, const char *what) {
-  char *line = tm_asprintf("%s:%lu: %s: %s", c->file, (unsigned long)node->start_mark.line + 1,
-                           c->path, what);
-  if (!line) return tm_error_nomem(c->err);
-  char **w = tm_reallocarray(c->cfg->warnings, c->cfg->n_warnings + 1, sizeof *w);
-  if (!w) {
-    tm_free(line);
-    return tm_error_nomem(c->err);
-  }
-  c->cfg->warnings = w;
-  w[c->cfg->n_warnings++] = line;
-  return TM_OK;
-}
-
-/* ---- node access ------------------------------------------------------- */
-
-static yaml_node_t *node_at(ctx *c, int id) { return yaml_document_get_node(c->doc, id); }
-
-static const char *kind_name(const yaml_node_t *n) {
-  switch (n->type) {
-    case YAML_SCALAR_NODE: return "a value";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_MAPPING_NODE: return "a mapping";
-    default: return "nothing";
-  }
-}
-
-static bool is_null_scalar(const yaml_node_t *n) {
-  if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-    return false;
-  const char *v = (const char *)n->data.scalar.value;
-  return n->data.scalar.length == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
-         strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
-}
-
-/* A scalar's text; fails with "expected <what>, got a list/mapping". */
-static int scalar(ctx *c, yaml_node_t *n, const char *what, const char **out) {
-  if (n->type != YAML_SCALAR_NODE)
-    return fail(c, n, "wrong type: expected %s, got %s", what, kind_name(n));
-  if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
-    return fail(c, n, "value contains a NUL byte");
-  *out = (const char *)n->data.scalar.value;
-  return TM_OK;
-}
-
-static int get_string(ctx *c, yaml_node_t *n, char **out) {
-  const char *s;
-  TM_TRY(scalar(c, n, "a string", &s));
-  if (is_null_scalar(n)) return fail(c, n, "wrong type: expected a string, got null");
-  char *copy = tm_strdup(s);
-  if (!copy) return tm_error_nomem(c->err);
-  tm_free(*out);
-  *out = copy;
-  return TM_OK;
-}
-
-static int get_bool(ctx *c, yaml_node_t *n, bool *out) {
-  const char *s;
-  TM_TRY(scalar(c, n, "true or false", &s));
-  if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
-    *out = true;
-    return TM_OK;
-  }
-  if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) {
-    *out = false;
-    return TM_OK;
-  }
-  return fail(c, n, "wrong type: expected true or false, got '%s'", s);
-}
-
-static int get_int(ctx *c, yaml_node_t *n, int64_t min, int64_t *out) {
-  const char *s;
-  TM_TRY(scalar(c, n, "an integer", &s));
-  int64_t v;
-  if (tm_parse_int64(s, strlen(s), &v) != TM_OK)
-    return fail(c, n, "wrong type: expected an integer, got '%s'", s);
-  if (v < min) return fail(c, n, "must be at least %lld, got %lld", (long long)min, (long long)v);
-  *out = v;
-  return TM_OK;
-}
-
-static int get_duration(ctx *c, yaml_node_t *n, bool allow_zero, int64_t *out) {
-  const char *s;
-  TM_TRY(scalar(c, n, "a duration", &s));
-  tm_error derr;
-  tm_error_init(&derr);
-  if (tm_duration_parse(s, out, &derr) != TM_OK) return fail(c, n, "%s", derr.message);
-  if (!allow_zero && *out == 0) return fail(c, n, "must be longer than 0s");
-  return TM_OK;
-}
-
-/* Matches s against a NULL-terminated list; the message lists the allowed values. */
-static int get_enum(ctx *c, yaml_node_t *n, const char *const *names, int *out) {
-  const char *s;
-  TM_TRY(scalar(c, n, "a value", &s));
-  for (int i = 0; names[i]; i++) {
-    if (strcmp(s, names[i]) == 0) {
-      *out = i;
-      return TM_OK;
-    }
-  }
-  char allowed[256] = "";
-  for (int i = 0; names[i]; i++) {
-    size_t len = strlen(allowed);
-    snprintf(allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "", names[i]);
-  }
-  return fail(c, n, "bad value '%s' (allowed: %s)", s, allowed);
-}
-
-/* ---- key tables ---------------------------------------------------------- */
-
-typedef struct section {
-  const char *const *keys;    /* keys tidemark uses */
-  const char *const *ignored; /* keys Spice defines that tidemark ignores */
-} section;
-
-static bool in_list(const char *const *list, const char *key) {
-  for (int i = 0; list && list[i]; i++)
-    if (strcmp(list[i], key) == 0) return true;
-  return false;
-}
-
-/*
- * Checks that n is a mapping whose keys are all known, with no duplicates.
- * Ignored keys produce a warning.
- */
-static int check_mapping(ctx *c, yaml_node_t *n, const section *sec) {
-  if (n->type != YAML_MAPPING_NODE)
-    return fail(c, n, "wrong type: expected a mapping, got %s", kind_name(n));
-  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = node_at(c, p->key);
-    const char *key;
-    TM_TRY(scalar(c, k, "a key", &key));
-    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
-      yaml_node_t *k2 = node_at(c, q->key);
-      if (k2->type == YAML_SCALAR_NODE && strcmp((const char *)k2->data.scalar.value, key) == 0)
-        return fail(c, k, "duplicate key '%s'", key);
-    }
-    if (in_list(sec->keys, key)) continue;
-    if (in_list(sec->ignored, key)) {
-      size_t old = path_push_key(c, key);
-      int rc = warn(c, k, "ignored (a Spice setting tidemark does not use)");
-      path_pop(c, old);
-      TM_TRY(rc);
-      continue;
-    }
-    char allowed[1024] = "";
-    for (int i = 0; sec->keys[i]; i++) {
-      size_t len = strlen(allowed);
-      snprintf(allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "", sec->keys[i]);
-    }
-    return fail(c, k, "unknown key '%s' (allowed: %s)", key, allowed);
-  }
-  return TM_OK;
-}
-
-/* The value node of key in mapping n, or NULL. */
-static yaml_node_t *lookup(ctx *c, yaml_node_t *n, const char *key) {
-  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = node_at(c, p->key);
-    if (k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
-      return node_at(c, p->value);
-  }
-  return NULL;
-}
-
-/* ---- ${env:NAME} --------------------------------------------------------- */
-
-int tm_config_expand_env(const char *s, char **out, bool *volatile_out, tm_error *err) {
-  tm_buf b = TM_BUF_INIT(1 << 20);
-  const char *p = s;
-  int rc = TM_OK;
-  while (*p && rc == TM_OK) {
-    const char *start = strstr(p, "${");
-    if (!start) {
-      rc = tm_buf_puts(&b, p, err);
-      break;
-    }
-    rc = tm_buf_append(&b, p, (size_t)(start - p), err);
-    if (rc < 0) break;
-    const char *close = strchr(start, '}');
-    if (!close) {
-      rc = tm_error_set(err, TM_EINVALID, "unterminated '${' in '%s'", s);
-      break;
-    }
-    const char *ref = start + 2;
-    size_t ref_len = (size_t)(close - ref);
-    const char *name = NULL;
-    if (ref_len > 4 && strncmp(ref, "env:", 4) == 0) name = ref + 4;
-    else if (ref_len > 8 && strncmp(ref, "secrets:", 8) == 0) name = ref + 8;
-    if (!name) {
-      rc = tm_error_set(err, TM_EINVALID,
-                        "unsupported reference '%.*s' (use ${env:NAME} or ${secrets:NAME})",
-                        (int)(close - start + 1), start);
-      break;
-    }
-    char var[256];
-    size_t var_len = (size_t)(close - name);
-    if (var_len == 0 || var_len >= sizeof var) {
-      rc = tm_error_set(err, TM_EINVALID, "bad variable name in '%s'", s);
-      break;
-    }
-    memcpy(var, name, var_len);
-    var[var_len] = '\0';
-    if (volatile_out) {
-      char entry[sizeof var + 1];
-      snprintf(entry, sizeof entry, "%s=", var);
-      if (tm_noop_volatile_env(entry)) *volatile_out = true;
-    }
-    const char *value = getenv(var);
-    if (!value) {
-      rc = tm_error_set(err, TM_EINVALID, "environment variable %s is not set", var);
-      break;
-    }
-    rc = tm_buf_puts(&b, value, err);
-    p = close + 1;
-  }
-  if (rc < 0) {
-    tm_buf_dispose(&b);
-    return rc;
-  }
-  *out = tm_buf_take(&b, NULL);
-  return *out ? TM_OK : tm_error_nomem(err);
-}
-
-/* A mapping of string params; values are scalars, expanded. */
-static int get_params(ctx *c, yaml_node_t *n, tm_kv *kv) {
-  if (is_null_scalar(n)) return TM_OK;
-  if (n->type != YAML_MAPPING_NODE)
-    return fail(c, n, "wrong type: expected a mapping of parameters, got %s", kind_name(n));
-  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
-    const char *key, *value;
-    TM_TRY(scalar(c, k, "a parameter name", &key));
-    size_t old = path_push_key(c, key);
-    int rc = scalar(c, v, "a string, number or boolean", &value);
-    char *expanded = NULL;
-    if (rc == TM_OK) {
-      tm_error e;
-      tm_error_init(&e);
-      if (tm_config_expand_env(value, &expanded, &c->cfg->reads_volatile_env, &e) != TM_OK)
-        rc = fail(c, v, "%s", e.message);
-    }
-    if (rc == TM_OK) rc = tm_kv_set(kv, key, expanded, c->err);
-    tm_free(expanded);
-    path_pop(c, old);
-    TM_TRY(rc);
-  }
-  return TM_OK;
-}
-
-/*
- * A column list: "id", "(a, b)", "a, b", or a YAML list of names.
- * Appends to *cols / *n.
- */
-static int parse_column_list(ctx *c, yaml_node_t *n, char ***cols, size_t *n_cols) {
-  char **out = NULL;
-  size_t count = 0;
-  int rc = TM_OK;
-  if (n->type == YAML_SEQUENCE_NODE) {
-    for (yaml_node_item_t *it = n->data.sequence.items.start;
-         it < n->data.sequence.items.top && rc == TM_OK; it++) {
-      const char *s;
-      rc = scalar(c, node_at(c, *it), "a column name", &s);
-      if (rc < 0) break;
-      char **grown = tm_reallocarray(out, count + 1, sizeof *out);
-      if (!grown) {
-        rc = tm_error_nomem(c->err);
-        break;
-      }
-      out = grown;
-      out[count] = tm_strdup(s);
-      if (!out[count]) rc = tm_error_nomem(c->err);
-      else count++;
-    }
-  } else {
-    const char *s;
-    rc = scalar(c, n, "a column name or list", &s);
-    tm_strview v = tm_sv_trim(tm_sv_cstr(rc == TM_OK ? s : ""));
-    if (rc == TM_OK && v.len >= 2 && v.ptr[0] == '(' && v.ptr[v.len - 1] == ')') {
-      v.ptr++;
-      v.len -= 2;
-    }
-    while (rc == TM_OK && v.len > 0) {
-      const char *comma = memchr(v.ptr, ',', v.len);
-      size_t part_len = comma ? (size_t)(comma - v.ptr) : v.len;
-      tm_strview part = tm_sv_trim(tm_sv(v.ptr, part_len));
-      if (part.len >= 2 && part.ptr[0] == '"' && part.ptr[part.len - 1] == '"') {
-        part.ptr++;
-        part.len -= 2;
-      }
-      if (part.len == 0) {
-        rc = fail(c, n, "empty column name in '%s'", s);
-        break;
-      }
-      char **grown = tm_reallocarray(out, count + 1, sizeof *out);
-      if (!grown) {
-        rc = tm_error_nomem(c->err);
-        break;
-      }
-      out = grown;
-      out[count] = tm_strndup(part.ptr, part.len);
-      if (!out[count]) {
-        rc = tm_error_nomem(c->err);
-        break;
-      }
-      count++;
-      if (!comma) break;
-      v.len -= part_len + 1;
-      v.ptr += part_len + 1;
-    }
-  }
-  if (rc == TM_OK && count == 0) rc = fail(c, n, "expected at least one column");
-  for (size_t i = 0; rc == TM_OK && i < count; i++)
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(out[i], out[j]) == 0) {
-        rc = fail(c, n, "column '%s' listed twice", out[i]);
-        break;
-      }
-  if (rc < 0) {
-    for (size_t i = 0; i < count; i++) tm_free(out[i]);
-    tm_free(out);
-    return rc;
-  }
-  *cols = out;
-  *n_cols = count;
-  return TM_OK;
-}
 
 /* ---- sections ------------------------------------------------------------ */
 
@@ -439,9 +63,9 @@ static const char *const k_bootstrap_failure[] = {"warn", "retry", "fallback", N
 
 static int get_time_format(ctx *c, yaml_node_t *n, tm_time_format *out) {
   const char *s = NULL;
-  TM_TRY(scalar(c, n, "a time format", &s));
+  TM_TRY(tm_cfg__scalar(c, n, "a time format", &s));
   if (tm_time_format_parse(s, out) == TM_OK) return TM_OK;
-  return fail(c, n,
+  return tm_cfg__fail(c, n,
               "bad value '%s' (allowed: timestamp, timestamptz, unix_seconds, unix_millis, "
               "unix_nanos, ISO8601, date)",
               s);
@@ -457,7 +81,7 @@ static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *
     rest = from + 8;
     if (tm_str_has_prefix(rest, "http://") || tm_str_has_prefix(rest, "https://")) {
       if (!strstr(rest, "/namespaces/") || !strstr(rest, "/tables/"))
-        return fail(c, n, "REST catalog source '%s' must name /v1/namespaces/NS/tables/TABLE",
+        return tm_cfg__fail(c, n, "REST catalog source '%s' must name /v1/namespaces/NS/tables/TABLE",
                     from);
       *out = TM_SOURCE_ICEBERG_REST;
     } else if (tm_str_has_prefix(rest, "s3://") || tm_str_has_prefix(rest, "s3a://")) {
@@ -465,20 +89,20 @@ static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *
     } else if (tm_str_has_prefix(rest, "file:")) {
       *out = TM_SOURCE_ICEBERG_FILE;
     } else {
-      return fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
+      return tm_cfg__fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
     }
   } else if (tm_str_has_prefix(from, "file:")) {
     rest = from + 5;
     *out = TM_SOURCE_FILE;
   } else if (tm_str_has_prefix(from, "s3://") || tm_str_has_prefix(from, "s3a://")) {
     rest = strstr(from, "://") + 3;
-    if (!*rest || *rest == '/') return fail(c, n, "source '%s' names no bucket", from);
+    if (!*rest || *rest == '/') return tm_cfg__fail(c, n, "source '%s' names no bucket", from);
     *out = TM_SOURCE_S3;
   } else {
-    return fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
+    return tm_cfg__fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
   }
   const char *path = strstr(from, "://") ? strstr(from, "://") + 3 : strchr(from, ':') + 1;
-  if (!*path) return fail(c, n, "source '%s' names no path", from);
+  if (!*path) return tm_cfg__fail(c, n, "source '%s' names no path", from);
   return TM_OK;
 }
 
@@ -491,67 +115,67 @@ static bool starts_with_word(const char *s, const char *word) {
 static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   static const section sec = {k_accel_keys, k_accel_ignored};
   tm_acceleration_def *a = &d->acceleration;
-  TM_TRY(check_mapping(c, n, &sec));
+  TM_TRY(tm_cfg__check_mapping(c, n, &sec));
   d->has_acceleration = true;
   a->enabled = true;
   bool mode_given = false;
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    const char *key = (const char *)node_at(c, p->key)->data.scalar.value;
-    yaml_node_t *v = node_at(c, p->value);
-    size_t old = path_push_key(c, key);
+    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
+    yaml_node_t *v = tm_cfg__node_at(c, p->value);
+    size_t old = tm_cfg__path_push_key(c, key);
     int rc = TM_OK, e = 0;
-    if (in_list(k_accel_ignored, key)) {
+    if (tm_cfg__in_list(k_accel_ignored, key)) {
       /* warned in check_mapping */
     } else if (strcmp(key, "enabled") == 0) {
-      rc = get_bool(c, v, &a->enabled);
+      rc = tm_cfg__get_bool(c, v, &a->enabled);
     } else if (strcmp(key, "engine") == 0) {
-      rc = get_enum(c, v, k_engines, &e);
+      rc = tm_cfg__get_enum(c, v, k_engines, &e);
       a->engine = (tm_engine_kind)e;
     } else if (strcmp(key, "mode") == 0) {
-      rc = get_enum(c, v, k_modes, &e);
+      rc = tm_cfg__get_enum(c, v, k_modes, &e);
       a->mode = (tm_engine_mode)e;
       mode_given = true;
     } else if (strcmp(key, "refresh_mode") == 0) {
       const char *s;
-      rc = scalar(c, v, "a refresh mode", &s);
+      rc = tm_cfg__scalar(c, v, "a refresh mode", &s);
       if (rc == TM_OK && (strcmp(s, "changes") == 0 || strcmp(s, "caching") == 0))
-        rc = fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append)", s);
-      if (rc == TM_OK) rc = get_enum(c, v, k_refresh_modes, &e);
+        rc = tm_cfg__fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append)", s);
+      if (rc == TM_OK) rc = tm_cfg__get_enum(c, v, k_refresh_modes, &e);
       a->refresh_mode = (tm_refresh_mode)e;
     } else if (strcmp(key, "refresh_check_interval") == 0) {
-      rc = get_duration(c, v, false, &a->refresh_check_interval_ms);
+      rc = tm_cfg__get_duration(c, v, false, &a->refresh_check_interval_ms);
     } else if (strcmp(key, "refresh_append_overlap") == 0) {
-      rc = get_duration(c, v, true, &a->refresh_append_overlap_ms);
+      rc = tm_cfg__get_duration(c, v, true, &a->refresh_append_overlap_ms);
       a->has_overlap = true;
     } else if (strcmp(key, "refresh_sql") == 0) {
-      rc = get_string(c, v, &a->refresh_sql);
+      rc = tm_cfg__get_string(c, v, &a->refresh_sql);
       if (rc == TM_OK && !starts_with_word(a->refresh_sql, "SELECT"))
-        rc = fail(c, v, "refresh_sql must be a SELECT statement");
+        rc = tm_cfg__fail(c, v, "refresh_sql must be a SELECT statement");
     } else if (strcmp(key, "refresh_retry_enabled") == 0) {
-      rc = get_bool(c, v, &a->refresh_retry_enabled);
+      rc = tm_cfg__get_bool(c, v, &a->refresh_retry_enabled);
     } else if (strcmp(key, "refresh_retry_max_attempts") == 0) {
-      rc = get_int(c, v, 0, &a->refresh_retry_max_attempts);
+      rc = tm_cfg__get_int(c, v, 0, &a->refresh_retry_max_attempts);
     } else if (strcmp(key, "primary_key") == 0) {
-      rc = parse_column_list(c, v, &a->primary_key, &a->n_primary_key);
+      rc = tm_cfg__parse_column_list(c, v, &a->primary_key, &a->n_primary_key);
     } else if (strcmp(key, "on_conflict") == 0) {
       /* Checked against primary_key below, once both are read. */
     } else if (strcmp(key, "retention_check_enabled") == 0) {
-      rc = get_bool(c, v, &a->retention_check_enabled);
+      rc = tm_cfg__get_bool(c, v, &a->retention_check_enabled);
     } else if (strcmp(key, "retention_period") == 0) {
-      rc = get_duration(c, v, false, &a->retention_period_ms);
+      rc = tm_cfg__get_duration(c, v, false, &a->retention_period_ms);
     } else if (strcmp(key, "retention_check_interval") == 0) {
-      rc = get_duration(c, v, false, &a->retention_check_interval_ms);
+      rc = tm_cfg__get_duration(c, v, false, &a->retention_check_interval_ms);
     } else if (strcmp(key, "retention_sql") == 0) {
-      rc = get_string(c, v, &a->retention_sql);
+      rc = tm_cfg__get_string(c, v, &a->retention_sql);
       if (rc == TM_OK && !starts_with_word(a->retention_sql, "DELETE"))
-        rc = fail(c, v, "retention_sql must be a DELETE statement");
+        rc = tm_cfg__fail(c, v, "retention_sql must be a DELETE statement");
     } else if (strcmp(key, "snapshots") == 0) {
-      rc = get_enum(c, v, k_snap_modes, &e);
+      rc = tm_cfg__get_enum(c, v, k_snap_modes, &e);
       a->snapshots = (tm_snapshots_mode)e;
     } else if (strcmp(key, "params") == 0) {
-      rc = get_params(c, v, &a->params);
+      rc = tm_cfg__get_params(c, v, &a->params);
     }
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
   const tm_engine_traits *traits = tm_engine_kind_traits(a->engine);
@@ -563,32 +187,32 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
       if (tm_engine_kind_supports((tm_engine_kind)k, a->mode))
         snprintf(others + strlen(others), sizeof others - strlen(others), "%s%s",
                  others[0] ? ", " : "", tm_engine_kind_name((tm_engine_kind)k));
-    size_t old = path_push_key(c, "mode");
-    int rc = fail(c, lookup(c, n, "mode"), "engine %s supports mode %s only (use %s for %s)",
+    size_t old = tm_cfg__path_push_key(c, "mode");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "mode"), "engine %s supports mode %s only (use %s for %s)",
                   tm_engine_kind_name(a->engine),
                   tm_engine_mode_name(a->mode == TM_ENGINE_FILE ? TM_ENGINE_MEMORY : TM_ENGINE_FILE),
                   others, tm_engine_mode_name(a->mode));
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     return rc;
   }
   /* on_conflict: { column or "(a, b)": drop|upsert } ; columns must be in primary_key. */
-  yaml_node_t *oc = lookup(c, n, "on_conflict");
+  yaml_node_t *oc = tm_cfg__lookup(c, n, "on_conflict");
   if (oc) {
-    size_t old = path_push_key(c, "on_conflict");
+    size_t old = tm_cfg__path_push_key(c, "on_conflict");
     int rc = TM_OK;
     if (oc->type != YAML_MAPPING_NODE)
-      rc = fail(c, oc, "wrong type: expected a mapping of column: drop|upsert, got %s",
-                kind_name(oc));
+      rc = tm_cfg__fail(c, oc, "wrong type: expected a mapping of column: drop|upsert, got %s",
+                tm_cfg__kind_name(oc));
     else if (a->n_primary_key == 0)
-      rc = fail(c, oc, "on_conflict needs primary_key");
+      rc = tm_cfg__fail(c, oc, "on_conflict needs primary_key");
     for (yaml_node_pair_t *p = rc == TM_OK ? oc->data.mapping.pairs.start : NULL;
          p && p < oc->data.mapping.pairs.top && rc == TM_OK; p++) {
-      yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
+      yaml_node_t *k = tm_cfg__node_at(c, p->key), *v = tm_cfg__node_at(c, p->value);
       char **cols = NULL;
       size_t n_cols = 0;
       int e = 0;
-      rc = parse_column_list(c, k, &cols, &n_cols);
-      if (rc == TM_OK) rc = get_enum(c, v, k_conflicts, &e);
+      rc = tm_cfg__parse_column_list(c, k, &cols, &n_cols);
+      if (rc == TM_OK) rc = tm_cfg__get_enum(c, v, k_conflicts, &e);
       for (size_t i = 0; rc == TM_OK && i < n_cols; i++) {
         bool in_key = false;
         for (size_t j = 0; j < a->n_primary_key; j++)
@@ -600,7 +224,7 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
             snprintf(key_text + len, sizeof key_text - len, "%s%s", j ? ", " : "",
                      a->primary_key[j]);
           }
-          rc = fail(c, k, "on_conflict column '%s' is not in primary_key (%s)", cols[i], key_text);
+          rc = tm_cfg__fail(c, k, "on_conflict column '%s' is not in primary_key (%s)", cols[i], key_text);
           break;
         }
         tm_conflict_def *grown =
@@ -620,10 +244,10 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
     }
     /* SPEC A8: cayenne's rule is the newest time_column per key, whatever on_conflict says. */
     if (rc == TM_OK && tm_engine_kind_traits(a->engine)->conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME)
-      rc = warn(c, oc,
+      rc = tm_cfg__warn(c, oc,
                 "has no effect on engine cayenne, which keeps the newest row per key by "
                 "time_column (SPEC A8); on_conflict applies to duckdb, arrow and sqlite");
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
   return TM_OK;
@@ -651,92 +275,92 @@ static int resolve_data_path(ctx *c, tm_dataset_def *d) {
 
 static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   static const section sec = {k_dataset_keys, k_dataset_ignored};
-  TM_TRY(check_mapping(c, n, &sec));
+  TM_TRY(tm_cfg__check_mapping(c, n, &sec));
   d->line = (int)n->start_mark.line + 1;
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    const char *key = (const char *)node_at(c, p->key)->data.scalar.value;
-    yaml_node_t *v = node_at(c, p->value);
-    size_t old = path_push_key(c, key);
+    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
+    yaml_node_t *v = tm_cfg__node_at(c, p->value);
+    size_t old = tm_cfg__path_push_key(c, key);
     int rc = TM_OK;
     if (strcmp(key, "from") == 0) {
-      rc = get_string(c, v, &d->from);
+      rc = tm_cfg__get_string(c, v, &d->from);
       if (rc == TM_OK) rc = parse_from(c, v, d->from, &d->source_kind);
     } else if (strcmp(key, "name") == 0) {
-      rc = get_string(c, v, &d->name);
+      rc = tm_cfg__get_string(c, v, &d->name);
       if (rc == TM_OK) {
         bool ok = d->name[0] != '\0';
         for (const char *q = d->name; *q && ok; q++)
           ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
                (q != d->name && ((*q >= '0' && *q <= '9') || *q == '-' || *q == '.'));
         if (!ok)
-          rc = fail(c, v,
+          rc = tm_cfg__fail(c, v,
                     "bad dataset name '%s' (letters, digits, '_', '-', '.'; starting with a "
                     "letter or '_')",
                     d->name);
       }
     } else if (strcmp(key, "params") == 0) {
-      rc = get_params(c, v, &d->params);
+      rc = tm_cfg__get_params(c, v, &d->params);
     } else if (strcmp(key, "time_column") == 0) {
-      rc = get_string(c, v, &d->time_column);
+      rc = tm_cfg__get_string(c, v, &d->time_column);
     } else if (strcmp(key, "time_format") == 0) {
       rc = get_time_format(c, v, &d->time_format);
     } else if (strcmp(key, "time_partition_column") == 0) {
-      rc = get_string(c, v, &d->time_partition_column);
+      rc = tm_cfg__get_string(c, v, &d->time_partition_column);
     } else if (strcmp(key, "time_partition_format") == 0) {
       rc = get_time_format(c, v, &d->time_partition_format);
     } else if (strcmp(key, "acceleration") == 0) {
       rc = load_acceleration(c, v, d);
     }
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  if (!d->from) return fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
-  if (!d->name) return fail(c, n, "missing 'name'");
+  if (!d->from) return tm_cfg__fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
+  if (!d->name) return tm_cfg__fail(c, n, "missing 'name'");
   const tm_acceleration_def *a = &d->acceleration;
   if (d->time_partition_column && !d->time_column) {
-    size_t old = path_push_key(c, "time_partition_column");
-    int rc = fail(c, lookup(c, n, "time_partition_column"),
+    size_t old = tm_cfg__path_push_key(c, "time_partition_column");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "time_partition_column"),
                   "time_partition_column needs time_column");
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     return rc;
   }
-  yaml_node_t *acc = lookup(c, n, "acceleration");
+  yaml_node_t *acc = tm_cfg__lookup(c, n, "acceleration");
   if (d->has_acceleration && a->enabled) {
     if (a->refresh_mode == TM_REFRESH_APPEND && !d->time_column) {
-      size_t old = path_push_key(c, "acceleration.refresh_mode");
-      int rc = fail(c, lookup(c, acc, "refresh_mode"),
+      size_t old = tm_cfg__path_push_key(c, "acceleration.refresh_mode");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "refresh_mode"),
                     "refresh_mode: append needs time_column (a time column of the data, or "
                     "last_modified for file and S3 sources) (SPEC A1)");
-      path_pop(c, old);
+      tm_cfg__path_pop(c, old);
       return rc;
     }
     if (a->retention_check_enabled && !a->retention_period_ms && !a->retention_sql) {
-      size_t old = path_push_key(c, "acceleration.retention_check_enabled");
-      int rc = fail(c, lookup(c, acc, "retention_check_enabled"),
+      size_t old = tm_cfg__path_push_key(c, "acceleration.retention_check_enabled");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "retention_check_enabled"),
                     "retention_check_enabled needs retention_period or retention_sql");
-      path_pop(c, old);
+      tm_cfg__path_pop(c, old);
       return rc;
     }
     if (a->retention_period_ms && !d->time_column) {
-      size_t old = path_push_key(c, "acceleration.retention_period");
-      int rc = fail(c, lookup(c, acc, "retention_period"), "retention_period needs time_column");
-      path_pop(c, old);
+      size_t old = tm_cfg__path_push_key(c, "acceleration.retention_period");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "retention_period"), "retention_period needs time_column");
+      tm_cfg__path_pop(c, old);
       return rc;
     }
     if (a->snapshots != TM_SNAPSHOTS_DISABLED && a->mode != TM_ENGINE_FILE) {
-      size_t old = path_push_key(c, "acceleration.snapshots");
-      int rc = fail(c, lookup(c, acc, "snapshots"),
+      size_t old = tm_cfg__path_push_key(c, "acceleration.snapshots");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "snapshots"),
                     "acceleration snapshots need mode file (this dataset is in memory)");
-      path_pop(c, old);
+      tm_cfg__path_pop(c, old);
       return rc;
     }
   }
   if (d->time_column && strcmp(d->time_column, "last_modified") == 0 &&
       d->source_kind != TM_SOURCE_FILE && d->source_kind != TM_SOURCE_S3) {
-    size_t old = path_push_key(c, "time_column");
-    int rc = fail(c, lookup(c, n, "time_column"),
+    size_t old = tm_cfg__path_push_key(c, "time_column");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "time_column"),
                   "last_modified is a file property: it needs a file: or s3:// source (SPEC A7)");
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     return rc;
   }
   return resolve_data_path(c, d);
@@ -745,34 +369,34 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
 static int load_snapshots(ctx *c, yaml_node_t *n) {
   static const section sec = {k_snap_keys, NULL};
   tm_snapshots_def *s = &c->cfg->snapshots;
-  TM_TRY(check_mapping(c, n, &sec));
+  TM_TRY(tm_cfg__check_mapping(c, n, &sec));
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    const char *key = (const char *)node_at(c, p->key)->data.scalar.value;
-    yaml_node_t *v = node_at(c, p->value);
-    size_t old = path_push_key(c, key);
+    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
+    yaml_node_t *v = tm_cfg__node_at(c, p->value);
+    size_t old = tm_cfg__path_push_key(c, key);
     int rc = TM_OK, e = 0;
     if (strcmp(key, "enabled") == 0) {
-      rc = get_bool(c, v, &s->enabled);
+      rc = tm_cfg__get_bool(c, v, &s->enabled);
     } else if (strcmp(key, "location") == 0) {
-      rc = get_string(c, v, &s->location);
+      rc = tm_cfg__get_string(c, v, &s->location);
       if (rc == TM_OK && !tm_str_has_prefix(s->location, "file://") &&
           !tm_str_has_prefix(s->location, "file:") && !tm_str_has_prefix(s->location, "s3://"))
-        rc = fail(c, v, "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX)",
+        rc = tm_cfg__fail(c, v, "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX)",
                   s->location);
     } else if (strcmp(key, "bootstrap_on_failure_behavior") == 0) {
-      rc = get_enum(c, v, k_bootstrap_failure, &e);
+      rc = tm_cfg__get_enum(c, v, k_bootstrap_failure, &e);
       if (rc == TM_OK) {
         tm_free(s->bootstrap_on_failure);
         s->bootstrap_on_failure = tm_strdup(k_bootstrap_failure[e]);
         if (!s->bootstrap_on_failure) rc = tm_error_nomem(c->err);
       }
     } else if (strcmp(key, "params") == 0) {
-      rc = get_params(c, v, &s->params);
+      rc = tm_cfg__get_params(c, v, &s->params);
     }
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  if (s->enabled && !s->location) return fail(c, n, "enabled snapshots need a location");
+  if (s->enabled && !s->location) return tm_cfg__fail(c, n, "enabled snapshots need a location");
   return TM_OK;
 }
 
@@ -783,21 +407,21 @@ static int load_snapshots(ctx *c, yaml_node_t *n) {
  */
 static int load_query(ctx *c, yaml_node_t *n) {
   tm_config *cfg = c->cfg;
-  if (n->type != YAML_MAPPING_NODE) return fail(c, n, "wrong type: expected a mapping, got %s", kind_name(n));
+  if (n->type != YAML_MAPPING_NODE) return tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     const char *key;
-    TM_TRY(scalar(c, node_at(c, p->key), "a key", &key));
-    yaml_node_t *v = node_at(c, p->value);
-    size_t old = path_push_key(c, key);
+    TM_TRY(tm_cfg__scalar(c, tm_cfg__node_at(c, p->key), "a key", &key));
+    yaml_node_t *v = tm_cfg__node_at(c, p->value);
+    size_t old = tm_cfg__path_push_key(c, key);
     int rc = TM_OK;
     if (strcmp(key, "memory_limit") == 0) {
       const char *txt = NULL;
-      rc = scalar(c, v, "a size", &txt);
+      rc = tm_cfg__scalar(c, v, "a size", &txt);
       if (rc == TM_OK && (tm_size_parse(txt, &cfg->query_memory_limit) != TM_OK || cfg->query_memory_limit < (1 << 20)))
-        rc = fail(c, v, "bad size '%s' (e.g. 4GiB, 512MiB, 1GB; at least 1MiB)", txt);
+        rc = tm_cfg__fail(c, v, "bad size '%s' (e.g. 4GiB, 512MiB, 1GB; at least 1MiB)", txt);
     } else if (strcmp(key, "temp_directory") == 0) {
       char *dir = NULL;
-      rc = get_string(c, v, &dir);
+      rc = tm_cfg__get_string(c, v, &dir);
       if (rc == TM_OK) {
         tm_free(cfg->query_temp_dir);
         cfg->query_temp_dir = dir[0] == '/' ? tm_strdup(dir) : tm_path_join(c->dir, dir);
@@ -806,33 +430,33 @@ static int load_query(ctx *c, yaml_node_t *n) {
       tm_free(dir);
     } else if (strcmp(key, "threads") == 0) {
       int64_t t = 0;
-      rc = get_int(c, v, 1, &t);
-      if (rc == TM_OK && t > 1024) rc = fail(c, v, "bad value %lld (allowed: 1 to 1024)", (long long)t);
+      rc = tm_cfg__get_int(c, v, 1, &t);
+      if (rc == TM_OK && t > 1024) rc = tm_cfg__fail(c, v, "bad value %lld (allowed: 1 to 1024)", (long long)t);
       cfg->query_threads = (int)t;
     } else {
-      rc = warn(c, node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
+      rc = tm_cfg__warn(c, tm_cfg__node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
     }
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
   return TM_OK;
 }
 
 static int load_runtime(ctx *c, yaml_node_t *n) {
-  if (n->type != YAML_MAPPING_NODE) return fail(c, n, "wrong type: expected a mapping, got %s", kind_name(n));
+  if (n->type != YAML_MAPPING_NODE) return tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     const char *key;
-    TM_TRY(scalar(c, node_at(c, p->key), "a key", &key));
+    TM_TRY(tm_cfg__scalar(c, tm_cfg__node_at(c, p->key), "a key", &key));
     for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++)
-      if (node_at(c, q->key)->type == YAML_SCALAR_NODE &&
-          strcmp((const char *)node_at(c, q->key)->data.scalar.value, key) == 0)
-        return fail(c, node_at(c, p->key), "duplicate key '%s'", key);
-    yaml_node_t *v = node_at(c, p->value);
+      if (tm_cfg__node_at(c, q->key)->type == YAML_SCALAR_NODE &&
+          strcmp((const char *)tm_cfg__node_at(c, q->key)->data.scalar.value, key) == 0)
+        return tm_cfg__fail(c, tm_cfg__node_at(c, p->key), "duplicate key '%s'", key);
+    yaml_node_t *v = tm_cfg__node_at(c, p->value);
     int rc = TM_OK;
     if (strcmp(key, "query") == 0) {
-      size_t old = path_push_key(c, "query");
+      size_t old = tm_cfg__path_push_key(c, "query");
       rc = load_query(c, v);
-      path_pop(c, old);
+      tm_cfg__path_pop(c, old);
     } else if (strcmp(key, "memory_limit") == 0 || strcmp(key, "temp_directory") == 0) {
       /* Spice's older spelling of runtime.query.*: read as a one-key query section. */
       yaml_node_pair_t *saved_s = n->data.mapping.pairs.start, *saved_t = n->data.mapping.pairs.top;
@@ -842,9 +466,9 @@ static int load_runtime(ctx *c, yaml_node_t *n) {
       n->data.mapping.pairs.start = saved_s;
       n->data.mapping.pairs.top = saved_t;
     } else {
-      size_t old = path_push_key(c, key);
-      rc = warn(c, node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
-      path_pop(c, old);
+      size_t old = tm_cfg__path_push_key(c, key);
+      rc = tm_cfg__warn(c, tm_cfg__node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
+      tm_cfg__path_pop(c, old);
     }
     TM_TRY(rc);
   }
@@ -854,75 +478,75 @@ static int load_runtime(ctx *c, yaml_node_t *n) {
 static int load_root(ctx *c, yaml_node_t *root) {
   static const section sec = {k_top_keys, k_top_ignored};
   tm_config *cfg = c->cfg;
-  TM_TRY(check_mapping(c, root, &sec));
+  TM_TRY(tm_cfg__check_mapping(c, root, &sec));
   yaml_node_t *n;
-  if ((n = lookup(c, root, "version"))) {
-    size_t old = path_push_key(c, "version");
-    int rc = get_string(c, n, &cfg->version);
+  if ((n = tm_cfg__lookup(c, root, "version"))) {
+    size_t old = tm_cfg__path_push_key(c, "version");
+    int rc = tm_cfg__get_string(c, n, &cfg->version);
     if (rc == TM_OK && strcmp(cfg->version, "v1") != 0 && strcmp(cfg->version, "v1beta1") != 0)
-      rc = fail(c, n, "bad value '%s' (allowed: v1, v1beta1)", cfg->version);
-    path_pop(c, old);
+      rc = tm_cfg__fail(c, n, "bad value '%s' (allowed: v1, v1beta1)", cfg->version);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  if ((n = lookup(c, root, "kind"))) {
-    size_t old = path_push_key(c, "kind");
-    int rc = get_string(c, n, &cfg->kind);
+  if ((n = tm_cfg__lookup(c, root, "kind"))) {
+    size_t old = tm_cfg__path_push_key(c, "kind");
+    int rc = tm_cfg__get_string(c, n, &cfg->kind);
     if (rc == TM_OK && strcmp(cfg->kind, "Spicepod") != 0)
-      rc = fail(c, n, "bad value '%s' (allowed: Spicepod)", cfg->kind);
-    path_pop(c, old);
+      rc = tm_cfg__fail(c, n, "bad value '%s' (allowed: Spicepod)", cfg->kind);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  if ((n = lookup(c, root, "name"))) {
-    size_t old = path_push_key(c, "name");
-    int rc = get_string(c, n, &cfg->name);
-    path_pop(c, old);
+  if ((n = tm_cfg__lookup(c, root, "name"))) {
+    size_t old = tm_cfg__path_push_key(c, "name");
+    int rc = tm_cfg__get_string(c, n, &cfg->name);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  if ((n = lookup(c, root, "snapshots"))) {
-    size_t old = path_push_key(c, "snapshots");
+  if ((n = tm_cfg__lookup(c, root, "snapshots"))) {
+    size_t old = tm_cfg__path_push_key(c, "snapshots");
     int rc = load_snapshots(c, n);
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  if ((n = lookup(c, root, "runtime")) && !is_null_scalar(n)) {
-    size_t old = path_push_key(c, "runtime");
+  if ((n = tm_cfg__lookup(c, root, "runtime")) && !tm_cfg__is_null_scalar(n)) {
+    size_t old = tm_cfg__path_push_key(c, "runtime");
     int rc = load_runtime(c, n);
-    path_pop(c, old);
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
-  n = lookup(c, root, "datasets");
-  if (!n || is_null_scalar(n)) return TM_OK;
-  size_t old = path_push_key(c, "datasets");
+  n = tm_cfg__lookup(c, root, "datasets");
+  if (!n || tm_cfg__is_null_scalar(n)) return TM_OK;
+  size_t old = tm_cfg__path_push_key(c, "datasets");
   if (n->type != YAML_SEQUENCE_NODE) {
-    int rc = fail(c, n, "wrong type: expected a list of datasets, got %s", kind_name(n));
-    path_pop(c, old);
+    int rc = tm_cfg__fail(c, n, "wrong type: expected a list of datasets, got %s", tm_cfg__kind_name(n));
+    tm_cfg__path_pop(c, old);
     return rc;
   }
   size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
   cfg->datasets = tm_calloc(count ? count : 1, sizeof *cfg->datasets);
   if (!cfg->datasets) return tm_error_nomem(c->err);
   for (size_t i = 0; i < count; i++) {
-    yaml_node_t *dn = node_at(c, n->data.sequence.items.start[i]);
+    yaml_node_t *dn = tm_cfg__node_at(c, n->data.sequence.items.start[i]);
     tm_dataset_def *d = &cfg->datasets[i];
     tm_dataset_def_init(d);
     cfg->n_datasets++;
-    size_t old_i = path_push_index(c, i);
+    size_t old_i = tm_cfg__path_push_index(c, i);
     int rc = load_dataset(c, dn, d);
     for (size_t j = 0; rc == TM_OK && j < i; j++)
       if (strcmp(cfg->datasets[j].name, d->name) == 0)
-        rc = fail(c, lookup(c, dn, "name"), "duplicate dataset name '%s' (first at line %d)",
+        rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "name"), "duplicate dataset name '%s' (first at line %d)",
                   d->name, cfg->datasets[j].line);
     if (rc == TM_OK && d->has_acceleration && d->acceleration.snapshots != TM_SNAPSHOTS_DISABLED &&
         !cfg->snapshots.location)
-      rc = fail(c, lookup(c, dn, "acceleration"),
+      rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "acceleration"),
                 "acceleration.snapshots needs a top-level snapshots.location");
-    path_pop(c, old_i);
+    tm_cfg__path_pop(c, old_i);
     if (rc < 0) {
-      path_pop(c, old);
+      tm_cfg__path_pop(c, old);
       return rc;
     }
   }
-  path_pop(c, old);
+  tm_cfg__path_pop(c, old);
   return TM_OK;
 }
 

@@ -261,3 +261,28 @@ TM_TEST(output_json_replaces_invalid_utf8) {
     }
   }
 }
+
+/* SPEC A4: the one conversion of a time value to an instant. */
+TM_TEST(value_instant_of_every_time_type) {
+  tm_instant t;
+  tm_value v = {.type = TM_TYPE_TIMESTAMP, .v.i = -1};
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_TIMESTAMP, .unit = TM_UNIT_MICRO}, TM_TIME_FORMAT_UNSET, &v, &t));
+  TM_ASSERT(t.sec == -1 && t.nsec == 999999000);
+  v = (tm_value){.type = TM_TYPE_DATE32, .v.i = 2};
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_DATE32}, TM_TIME_FORMAT_DATE, &v, &t) && t.sec == 172800);
+  v = (tm_value){.type = TM_TYPE_INT64, .v.i = 1500};
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_INT64}, TM_TIME_FORMAT_UNIX_MILLIS, &v, &t));
+  TM_ASSERT(t.sec == 1 && t.nsec == 500000000);
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_INT64}, TM_TIME_FORMAT_UNIX_SECONDS, &v, &t) && t.sec == 1500);
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_INT64}, TM_TIME_FORMAT_UNIX_NANOS, &v, &t) && t.nsec == 1500);
+  v = (tm_value){.type = TM_TYPE_UINT64, .v.u = UINT64_MAX};
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_UINT64}, TM_TIME_FORMAT_UNSET, &v, &t) && t.sec == INT64_MAX);
+  v = (tm_value){.type = TM_TYPE_UTF8, .v.s = tm_sv("2024-05-01T12:00:00+02:00", 25)};
+  TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_UTF8}, TM_TIME_FORMAT_ISO8601, &v, &t) && t.sec == 1714557600);
+  v.v.s = tm_sv("yesterday", 9);
+  TM_ASSERT(!tm_value_instant(&(tm_type){.id = TM_TYPE_UTF8}, TM_TIME_FORMAT_ISO8601, &v, &t));
+  v = (tm_value){.type = TM_TYPE_INT64, .is_null = true};
+  TM_ASSERT(!tm_value_instant(&(tm_type){.id = TM_TYPE_INT64}, TM_TIME_FORMAT_UNSET, &v, &t));
+  v = (tm_value){.type = TM_TYPE_FLOAT64, .v.f = 1.0};
+  TM_ASSERT(!tm_value_instant(&(tm_type){.id = TM_TYPE_FLOAT64}, TM_TIME_FORMAT_UNSET, &v, &t));
+}

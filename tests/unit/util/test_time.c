@@ -107,3 +107,52 @@ TM_TEST(time_format_names) {
   TM_ASSERT_INT_EQ(f, TM_TIME_FORMAT_ISO8601);
   TM_ASSERT_RC(tm_time_format_parse("weekly", &f), TM_EINVALID);
 }
+
+TM_TEST(instant_arithmetic_saturates) {
+  tm_instant t = {INT64_MIN / 2 + 5, 0};
+  tm_instant r = tm_instant_minus_ms(t, INT64_MAX);
+  TM_ASSERT(r.sec <= t.sec);
+  TM_ASSERT_INT_EQ(tm_instant_to_ms((tm_instant){INT64_MAX / 10, 0}), INT64_MAX);
+}
+
+/* Before the epoch the seconds floor and the nanoseconds stay positive. */
+TM_TEST(instant_from_units_floors_before_the_epoch) {
+  tm_instant t = tm_instant_from_ms(-1);
+  TM_ASSERT_INT_EQ(t.sec, -1);
+  TM_ASSERT_INT_EQ(t.nsec, 999000000);
+  t = tm_instant_from_units(-1500001, 1000000);
+  TM_ASSERT_INT_EQ(t.sec, -2);
+  TM_ASSERT_INT_EQ(t.nsec, 499999000);
+  t = tm_instant_from_units(1714557600123456789, 1000000000);
+  TM_ASSERT_INT_EQ(t.sec, 1714557600);
+  TM_ASSERT_INT_EQ(t.nsec, 123456789);
+  TM_ASSERT_INT_EQ(tm_instant_to_ms(tm_instant_from_ms(-12345)), -12345);
+  TM_ASSERT(tm_instant_cmp(tm_instant_from_ms(-1), tm_instant_from_ms(0)) < 0);
+  TM_ASSERT_INT_EQ(tm_instant_cmp((tm_instant){5, 1}, (tm_instant){5, 1}), 0);
+}
+
+/* The other direction, as the readers, the pushdown and the bounds use it. */
+TM_TEST(instant_to_units_floor_ceiling_and_overflow) {
+  int64_t v = 0;
+  tm_instant t = {-2, 500000001};
+  TM_ASSERT(tm_instant_to_units(t, 1000, false, &v) && v == -1500);
+  TM_ASSERT(tm_instant_to_units(t, 1000, true, &v) && v == -1499);
+  TM_ASSERT(tm_instant_to_units(t, 1000000000, false, &v) && v == -1499999999);
+  TM_ASSERT(tm_instant_to_units((tm_instant){7, 0}, 1000000, true, &v) && v == 7000000);
+  v = 42;
+  TM_ASSERT(!tm_instant_to_units((tm_instant){INT64_MAX / 1000, 0}, 1000000, false, &v));
+  TM_ASSERT_INT_EQ(v, 42);
+  TM_ASSERT(!tm_instant_to_units((tm_instant){INT64_MIN / 1000, 0}, 1000000, false, &v));
+}
+
+/* The extremes of int64 (Impala's nanosecond timestamps reach them) do not overflow. */
+TM_TEST(instant_from_units_at_the_int64_extremes) {
+  tm_instant t = tm_instant_from_units(INT64_MIN, 1000000000);
+  TM_ASSERT_INT_EQ(t.sec, INT64_MIN / 1000000000 - 1);
+  TM_ASSERT(t.nsec >= 0 && t.nsec < 1000000000);
+  t = tm_instant_from_units(INT64_MAX, 1000000000);
+  TM_ASSERT_INT_EQ(t.sec, INT64_MAX / 1000000000);
+  TM_ASSERT_INT_EQ(t.nsec, INT64_MAX % 1000000000);
+  t = tm_instant_from_units(INT64_MIN, 1);
+  TM_ASSERT(t.sec == INT64_MIN && t.nsec == 0);
+}

@@ -1,0 +1,60 @@
+/*
+ * config_int.h - what the config loader's files share (runtime layer,
+ * private to src/runtime/config/): read.c reads YAML nodes (typed values,
+ * key paths and messages that name line and column, the key tables'
+ * check, params, column lists); config.c walks the sections.
+ */
+#ifndef TM_RUNTIME_CONFIG_INT_H
+#define TM_RUNTIME_CONFIG_INT_H
+
+#include <stdarg.h>
+#include <yaml.h>
+
+#include "runtime/config/config.h"
+
+typedef struct ctx {
+  const char *file;     /* name used in messages */
+  const char *dir;      /* folder relative paths resolve against */
+  yaml_document_t *doc;
+  tm_config *cfg;
+  tm_error *err;
+  char path[256];       /* key path of the node being validated */
+} ctx;
+
+/* A section's key table. */
+typedef struct section {
+  const char *const *keys;    /* keys tidemark uses */
+  const char *const *ignored; /* keys Spice defines that tidemark ignores */
+} section;
+
+/* Messages: an error naming file:line:column and the key path; a warning kept in the config. */
+int tm_cfg__failv(ctx *c, const yaml_node_t *node, const char *fmt, va_list ap);
+int tm_cfg__fail(ctx *c, const yaml_node_t *node, const char *fmt, ...) TM_PRINTF(3, 4);
+int tm_cfg__warn(ctx *c, const yaml_node_t *node, const char *what);
+/* Appends ".key" or "[i]" to the key path; returns the old length for tm_cfg__path_pop. */
+size_t tm_cfg__path_push_key(ctx *c, const char *key);
+size_t tm_cfg__path_push_index(ctx *c, size_t i);
+void tm_cfg__path_pop(ctx *c, size_t old);
+
+/* Nodes and typed scalars (TM_EINVALID with a message naming the node). */
+yaml_node_t *tm_cfg__node_at(ctx *c, int id);
+const char *tm_cfg__kind_name(const yaml_node_t *n);
+bool tm_cfg__is_null_scalar(const yaml_node_t *n);
+int tm_cfg__scalar(ctx *c, yaml_node_t *n, const char *what, const char **out);
+int tm_cfg__get_string(ctx *c, yaml_node_t *n, char **out);
+int tm_cfg__get_bool(ctx *c, yaml_node_t *n, bool *out);
+int tm_cfg__get_int(ctx *c, yaml_node_t *n, int64_t min, int64_t *out);
+int tm_cfg__get_duration(ctx *c, yaml_node_t *n, bool allow_zero, int64_t *out);
+int tm_cfg__get_enum(ctx *c, yaml_node_t *n, const char *const *names, int *out);
+
+/* Key tables: n is a mapping of known keys, no duplicates; ignored keys warn. */
+bool tm_cfg__in_list(const char *const *list, const char *key);
+int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec);
+/* The value node of key in mapping n, or NULL. */
+yaml_node_t *tm_cfg__lookup(ctx *c, yaml_node_t *n, const char *key);
+/* A mapping of string params, values expanded (${env:NAME}). */
+int tm_cfg__get_params(ctx *c, yaml_node_t *n, tm_kv *kv);
+/* A column list: "id", "(a, b)", "a, b" or a YAML list; appended to *cols / *n_cols. */
+int tm_cfg__parse_column_list(ctx *c, yaml_node_t *n, char ***cols, size_t *n_cols);
+
+#endif
