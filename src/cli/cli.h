@@ -74,6 +74,15 @@ struct tm_config;
  */
 int tm_cli_load_config(const char *path, struct tm_config *cfg);
 
+struct tm_db;
+struct tm_accel_options;
+/**
+ * Opens the DuckDB instance for cfg's accelerations in this process and
+ * fills ao to open them with (db, base folder). Prints the error and returns
+ * false when the instance cannot open. Release *db with tm_db_release.
+ */
+bool tm_cli_open_accels(const struct tm_config *cfg, struct tm_db **db, struct tm_accel_options *ao);
+
 /* The commands (one file each). */
 extern const tm_cli_cmd tm_cli_cmd_run;
 extern const tm_cli_cmd tm_cli_cmd_refresh;

@@ -237,16 +237,10 @@ static void plan_finish(stamp_plan *p, const tm_config *cfg) {
  */
 static int explain_all(const tm_config *cfg, const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_db *db = NULL;
+  tm_accel_options ao;
+  if (!tm_cli_open_accels(cfg, &db, &ao)) return TM_EXIT_FAILURE;
   tm_error err;
   tm_error_init(&err);
-  if (tm_runtime_db_open(cfg, &db, &err) != TM_OK) {
-    fprintf(stderr, "tidemark: %s\n", err.message);
-    return TM_EXIT_FAILURE;
-  }
-  tm_accel_options ao;
-  tm_accel_options_init(&ao);
-  ao.db = db;
-  ao.base_dir = cfg->dir;
   int failures = 0;
   for (size_t i = 0; i < cfg->n_datasets; i++) {
     const tm_dataset_def *d = &cfg->datasets[i];
@@ -332,18 +326,12 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
    */
   if (cfg.query_memory_limit == 0) cfg.query_memory_limit = TM_CLI_REFRESH_MEMORY_LIMIT;
   tm_db *db = NULL;
-  tm_error dberr;
-  tm_error_init(&dberr);
-  if (tm_runtime_db_open(&cfg, &db, &dberr) != TM_OK) {
-    fprintf(stderr, "tidemark: %s\n", dberr.message);
+  tm_accel_options ao;
+  if (!tm_cli_open_accels(&cfg, &db, &ao)) {
     plan_dispose(&plan);
     tm_config_dispose(&cfg);
     return TM_EXIT_FAILURE;
   }
-  tm_accel_options ao;
-  tm_accel_options_init(&ao);
-  ao.db = db;
-  ao.base_dir = cfg.dir;
   bool tty = isatty(STDERR_FILENO);
   int failures = 0, refreshed = 0;
   for (size_t i = 0; i < cfg.n_datasets; i++) {

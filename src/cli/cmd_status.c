@@ -50,18 +50,12 @@ static json_t *status_local(const char *path, const char *api_key, int *code) {
     return arr;
   }
   tm_db *db = NULL;
-  tm_error dberr;
-  tm_error_init(&dberr);
-  if (tm_runtime_db_open(&cfg, &db, &dberr) != TM_OK) {
-    fprintf(stderr, "tidemark: %s\n", dberr.message);
+  tm_accel_options ao;
+  if (!tm_cli_open_accels(&cfg, &db, &ao)) {
     *code = TM_EXIT_FAILURE;
     tm_config_dispose(&cfg);
     return NULL;
   }
-  tm_accel_options ao;
-  tm_accel_options_init(&ao);
-  ao.db = db;
-  ao.base_dir = cfg.dir;
   json_t *out = json_array();
   for (size_t i = 0; out && i < cfg.n_datasets; i++) {
     const tm_dataset_def *d = &cfg.datasets[i];

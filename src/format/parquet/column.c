@@ -214,22 +214,8 @@ static void conv_half_to_f32(uint8_t *dst, const uint8_t *src, size_t n, size_t 
   }
 }
 
-/* Big-endian two's complement of len bytes to decimal128 LE. False when the
- * value does not fit in 16 bytes. */
-static bool be_to_dec(const uint8_t *src, size_t len, uint8_t out[16]) {
-  uint8_t fill = (len > 0 && (src[0] & 0x80)) ? 0xff : 0x00;
-  if (len > 16) {
-    for (size_t i = 0; i < len - 16; i++)
-      if (src[i] != fill) return false;
-    src += len - 16;
-    len = 16;
-  }
-  for (size_t i = 0; i < 16; i++) out[i] = i < len ? src[len - 1 - i] : fill;
-  return true;
-}
-
 static void conv_flba_to_dec(uint8_t *dst, const uint8_t *src, size_t n, size_t w) {
-  for (size_t i = 0; i < n; i++) be_to_dec(src + w * i, w, dst + 16 * i);
+  for (size_t i = 0; i < n; i++) tm_parquet__be_to_dec128(src + w * i, w, dst + 16 * i);
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -447,7 +433,7 @@ static int load_dictionary(tm_pq_column *c, const uint8_t *p, size_t len, int64_
         memcpy(data + dlen, p + pos, l);
         dlen += l;
         off[i + 1] = (int32_t)dlen;
-      } else if (!be_to_dec(p + pos, l, (uint8_t *)c->dict_values.ptr + 16 * i)) {
+      } else if (!tm_parquet__be_to_dec128(p + pos, l, (uint8_t *)c->dict_values.ptr + 16 * i)) {
         return col_error(c, err, TM_ECORRUPT, "decimal of %u bytes does not fit 128 bits", l);
       }
       pos += l;
@@ -880,7 +866,7 @@ static int read_fixed(tm_pq_column *c, uint8_t *dst, size_t nv, tm_error *err) {
           l = (size_t)(off[c->dec_pos + 1] - off[c->dec_pos]);
           c->dec_pos++;
         }
-        if (!be_to_dec(v, l, dst + 16 * i))
+        if (!tm_parquet__be_to_dec128(v, l, dst + 16 * i))
           return col_error(c, err, TM_ECORRUPT, "decimal of %zu bytes does not fit 128 bits", l);
       }
       return TM_OK;

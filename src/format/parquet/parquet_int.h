@@ -416,4 +416,11 @@ int tm_parquet__column_read(tm_pq_column *c, tm_colbuilder *cb, int64_t n, tm_er
     TM_WARN_UNUSED;
 void tm_parquet__column_free(tm_pq_column *c);
 
+/*
+ * Big-endian two's complement of len bytes (Parquet's DECIMAL in binary) to
+ * decimal128 little-endian; 0 bytes are 0 (stats.c). False when the value
+ * does not fit in 16 bytes.
+ */
+bool tm_parquet__be_to_dec128(const uint8_t *src, size_t len, uint8_t out[16]);
+
 #endif

@@ -37,9 +37,10 @@ static sort_order order_of(const tm_parquet_field *fd, const tm_pq_schema_elem *
   }
 }
 
-static bool be_to_dec128(const uint8_t *src, size_t len, uint8_t out[16]) {
-  if (len == 0) return false;
-  uint8_t fill = (src[0] & 0x80) ? 0xff : 0x00;
+/* Big-endian two's complement of len bytes to decimal128 LE. False when the
+ * value does not fit in 16 bytes. */
+bool tm_parquet__be_to_dec128(const uint8_t *src, size_t len, uint8_t out[16]) {
+  uint8_t fill = (len > 0 && (src[0] & 0x80)) ? 0xff : 0x00;
   if (len > 16) {
     for (size_t i = 0; i < len - 16; i++)
       if (src[i] != fill) return false;
@@ -106,13 +107,14 @@ static bool decode_bound(const tm_parquet_field *fd, tm_strview raw, tm_value *o
       return true;
     }
     case TM_PQ_BYTE_ARRAY:
-      if (fd->type.id == TM_TYPE_DECIMAL128) return be_to_dec128(p, n, out->v.dec);
+      if (fd->type.id == TM_TYPE_DECIMAL128)
+        return n > 0 && tm_parquet__be_to_dec128(p, n, out->v.dec);
       out->v.s = raw;
       return true;
     case TM_PQ_FLBA:
       if (fd->type.id == TM_TYPE_DECIMAL128) {
         if ((int32_t)n != fd->type_length) return false;
-        return be_to_dec128(p, n, out->v.dec);
+        return n > 0 && tm_parquet__be_to_dec128(p, n, out->v.dec);
       }
       if (fd->type.id == TM_TYPE_FLOAT32) {
         if (n != 2) return false;
