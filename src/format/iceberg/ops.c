@@ -118,6 +118,20 @@ static int write_input(tm_iceberg_table *t, tm_iceberg_data_writer *w, const cha
   return rc;
 }
 
+/* Finishes the writer and commits what it wrote as one append snapshot (none if nothing). */
+static int commit_append(tm_iceberg_table *t, tm_iceberg_data_writer *w, tm_iceberg_op_result *res,
+                         tm_error *err) {
+  TM_TRY(tm_iceberg_data_writer_finish(w, err));
+  const tm_iceberg_data_file *files;
+  if (tm_iceberg_data_writer_files(w, &files) == 0) return TM_OK;
+  tm_iceberg_commit *c = NULL;
+  int rc = tm_iceberg_commit_begin(&c, t, "append", err);
+  if (rc == TM_OK) rc = add_written(c, w, res, err);
+  if (rc == TM_OK) rc = tm_iceberg_commit_finish(c, &res->snapshot_id, err);
+  tm_iceberg_commit_free(c);
+  return rc;
+}
+
 int tm_iceberg_append(tm_iceberg_table *t, tm_iceberg_batch_fn next, void *payload,
                       const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
                       tm_error *err) {
@@ -125,7 +139,6 @@ int tm_iceberg_append(tm_iceberg_table *t, tm_iceberg_batch_fn next, void *paylo
   if (!res) res = &local;
   result_init(res);
   tm_iceberg_data_writer *w = NULL;
-  tm_iceberg_commit *c = NULL;
   tm_batch b;
   tm_batch_init(&b);
   int rc;
@@ -136,18 +149,9 @@ int tm_iceberg_append(tm_iceberg_table *t, tm_iceberg_batch_fn next, void *paylo
     if (rc < 0) goto done;
   }
   if (rc != TM_ITEROVER) goto done;
-  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
-  const tm_iceberg_data_file *files;
-  if (tm_iceberg_data_writer_files(w, &files) == 0) {
-    rc = TM_OK;
-    goto done;
-  }
-  TM_CHECK(tm_iceberg_commit_begin(&c, t, "append", err));
-  TM_CHECK(add_written(c, w, res, err));
-  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+  rc = commit_append(t, w, res, err);
 done:
   tm_batch_release(&b);
-  tm_iceberg_commit_free(c);
   tm_iceberg_data_writer_free(w);
   return rc;
 }
@@ -159,18 +163,11 @@ int tm_iceberg_append_files(tm_iceberg_table *t, const char *const *paths, size_
   if (!res) res = &local;
   result_init(res);
   tm_iceberg_data_writer *w = NULL;
-  tm_iceberg_commit *c = NULL;
   int rc;
   TM_CHECK(data_writer(t, opts, &w, err));
   for (size_t i = 0; i < n_paths; i++) TM_CHECK(write_input(t, w, paths[i], err));
-  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
-  const tm_iceberg_data_file *files;
-  if (tm_iceberg_data_writer_files(w, &files) == 0) goto done;
-  TM_CHECK(tm_iceberg_commit_begin(&c, t, "append", err));
-  TM_CHECK(add_written(c, w, res, err));
-  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+  rc = commit_append(t, w, res, err);
 done:
-  tm_iceberg_commit_free(c);
   tm_iceberg_data_writer_free(w);
   return rc;
 }

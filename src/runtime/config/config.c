@@ -4,14 +4,17 @@
  *
  * The document is loaded with libyaml's node API (every node keeps its
  * start mark, so errors name line and column), then walked section by
- * section. Each section lists its keys in a table: keys tidemark uses, and
- * keys Spice defines that tidemark ignores (a warning, not an error).
- * Reading nodes and values (messages, typed scalars, the tables' check,
- * params) is read.c's; this file holds the tables and the sections.
+ * section. Each section declares its keys in a table (k_dataset, k_accel,
+ * k_snapshots, k_top): for each key tidemark uses, how its value is read
+ * and the field it fills; beside it, the keys Spice defines that tidemark
+ * ignores (a warning, not an error). One walk (read.c, tm_cfg__walk) reads
+ * a section by its table; what depends on several keys (on_conflict against
+ * primary_key, mode against the engine, A1) is checked here afterwards.
  */
 #include "runtime/config/config_int.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,33 +27,19 @@
 
 /* ---- sections ------------------------------------------------------------ */
 
-static const char *const k_top_keys[] = {"version", "kind", "name", "datasets", "snapshots",
-                                         "runtime", NULL};
 static const char *const k_top_ignored[] = {
     "metadata", "secrets", "models", "embeddings", "views", "catalogs", "tools",
     "workers", "dependencies", "extensions", "evals", "params", "management", NULL};
 
-static const char *const k_dataset_keys[] = {
-    "from", "name", "params", "time_column", "time_format", "time_partition_column",
-    "time_partition_format", "acceleration", NULL};
 static const char *const k_dataset_ignored[] = {
     "description", "metadata", "columns", "depends_on", "dependsOn", "invalid_type_action",
     "unsupported_type_action", "ready_state", "replication", "embeddings",
     "has_metadata_table", "vectors", "mode", NULL};
 
-static const char *const k_accel_keys[] = {
-    "enabled", "engine", "mode", "refresh_mode", "refresh_check_interval",
-    "refresh_append_overlap", "refresh_sql", "refresh_retry_enabled",
-    "refresh_retry_max_attempts", "primary_key", "on_conflict", "retention_check_enabled",
-    "retention_period", "retention_check_interval", "retention_sql", "snapshots", "params",
-    NULL};
 static const char *const k_accel_ignored[] = {
     "refresh_data_window", "refresh_jitter_enabled", "refresh_jitter_max", "on_zero_results",
     "indexes", "engine_secret", "snapshots_trigger", "snapshots_trigger_threshold",
     "snapshots_creation_policy", "snapshots_compaction", "refresh_cron", NULL};
-
-static const char *const k_snap_keys[] = {"enabled", "location", "bootstrap_on_failure_behavior",
-                                          "params", NULL};
 
 /* In tm_engine_kind order (engine/engine.h). */
 static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
@@ -60,6 +49,11 @@ static const char *const k_conflicts[] = {"drop", "upsert", NULL};
 static const char *const k_snap_modes[] = {"disabled", "enabled", "bootstrap_only", "create_only",
                                            NULL};
 static const char *const k_bootstrap_failure[] = {"warn", "retry", "fallback", NULL};
+
+/* TM_CFG_ENUM stores an int: the enum fields it fills must be int-sized. */
+_Static_assert(sizeof(tm_engine_kind) == sizeof(int) && sizeof(tm_engine_mode) == sizeof(int) &&
+                   sizeof(tm_refresh_mode) == sizeof(int) && sizeof(tm_snapshots_mode) == sizeof(int),
+               "enum fields read by TM_CFG_ENUM are int-sized");
 
 static int get_time_format(ctx *c, yaml_node_t *n, tm_time_format *out) {
   const char *s = NULL;
@@ -112,74 +106,154 @@ static bool starts_with_word(const char *s, const char *word) {
   return strncasecmp(s, word, n) == 0 && (s[n] == ' ' || s[n] == '\t' || s[n] == '\n');
 }
 
+/* ---- readers of keys with their own checks (TM_CFG_READER) ---------------- */
+
+static int read_refresh_mode(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  const char *s;
+  TM_TRY(tm_cfg__scalar(c, v, "a refresh mode", &s));
+  if (strcmp(s, "changes") == 0 || strcmp(s, "caching") == 0)
+    return tm_cfg__fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append)", s);
+  int e = 0;
+  TM_TRY(tm_cfg__get_enum(c, v, k_refresh_modes, &e));
+  *(tm_refresh_mode *)field = (tm_refresh_mode)e;
+  return TM_OK;
+}
+
+/* A SQL string whose first word is the statement kind the key needs. */
+static int read_sql(ctx *c, yaml_node_t *v, char **field, const char *word, const char *key) {
+  TM_TRY(tm_cfg__get_string(c, v, field));
+  if (!starts_with_word(*field, word)) return tm_cfg__fail(c, v, "%s must be a %s statement", key, word);
+  return TM_OK;
+}
+static int read_refresh_sql(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  return read_sql(c, v, field, "SELECT", "refresh_sql");
+}
+static int read_retention_sql(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  return read_sql(c, v, field, "DELETE", "retention_sql");
+}
+
+static int read_primary_key(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)field;
+  tm_acceleration_def *a = obj;
+  return tm_cfg__parse_column_list(c, v, &a->primary_key, &a->n_primary_key);
+}
+
+static int read_time_format(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  return get_time_format(c, v, field);
+}
+
+static int read_from(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  tm_dataset_def *d = obj;
+  TM_TRY(tm_cfg__get_string(c, v, field));
+  return parse_from(c, v, d->from, &d->source_kind);
+}
+
+static int read_dataset_name(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  char **name = field;
+  TM_TRY(tm_cfg__get_string(c, v, name));
+  bool ok = (*name)[0] != '\0';
+  for (const char *q = *name; *q && ok; q++)
+    ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
+         (q != *name && ((*q >= '0' && *q <= '9') || *q == '-' || *q == '.'));
+  if (!ok)
+    return tm_cfg__fail(c, v,
+                        "bad dataset name '%s' (letters, digits, '_', '-', '.'; starting with a "
+                        "letter or '_')",
+                        *name);
+  return TM_OK;
+}
+
+static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d);
+static int read_acceleration(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)field;
+  return load_acceleration(c, v, obj);
+}
+
+static int read_location(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  char **loc = field;
+  TM_TRY(tm_cfg__get_string(c, v, loc));
+  if (!tm_str_has_prefix(*loc, "file://") && !tm_str_has_prefix(*loc, "file:") &&
+      !tm_str_has_prefix(*loc, "s3://"))
+    return tm_cfg__fail(c, v, "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX)", *loc);
+  return TM_OK;
+}
+
+static int read_bootstrap_failure(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  char **out = field;
+  int e = 0;
+  TM_TRY(tm_cfg__get_enum(c, v, k_bootstrap_failure, &e));
+  tm_free(*out);
+  *out = tm_strdup(k_bootstrap_failure[e]);
+  return *out ? TM_OK : tm_error_nomem(c->err);
+}
+
+/* ---- the key tables (SPICE.md lists what each key does) -------------------- */
+
+#define KEY(name, kind, type, field) {name, kind, offsetof(type, field), NULL, NULL}
+#define ENUM_KEY(name, type, field, names) {name, TM_CFG_ENUM, offsetof(type, field), names, NULL}
+#define READ_KEY(name, type, field, fn) {name, TM_CFG_READER, offsetof(type, field), NULL, fn}
+#define LATER_KEY(name) {name, TM_CFG_LATER, 0, NULL, NULL}
+
+/* Top level: read in a fixed order by load_root (snapshots before datasets). */
+static const tm_cfg_key k_top[] = {
+    LATER_KEY("version"), LATER_KEY("kind"), LATER_KEY("name"), LATER_KEY("datasets"),
+    LATER_KEY("snapshots"), LATER_KEY("runtime"), {NULL, 0, 0, NULL, NULL}};
+
+static const tm_cfg_key k_dataset[] = {
+    READ_KEY("from", tm_dataset_def, from, read_from),
+    READ_KEY("name", tm_dataset_def, name, read_dataset_name),
+    KEY("params", TM_CFG_PARAMS, tm_dataset_def, params),
+    KEY("time_column", TM_CFG_STRING, tm_dataset_def, time_column),
+    READ_KEY("time_format", tm_dataset_def, time_format, read_time_format),
+    KEY("time_partition_column", TM_CFG_STRING, tm_dataset_def, time_partition_column),
+    READ_KEY("time_partition_format", tm_dataset_def, time_partition_format, read_time_format),
+    READ_KEY("acceleration", tm_dataset_def, acceleration, read_acceleration),
+    {NULL, 0, 0, NULL, NULL}};
+
+static const tm_cfg_key k_accel[] = {
+    KEY("enabled", TM_CFG_BOOL, tm_acceleration_def, enabled),
+    ENUM_KEY("engine", tm_acceleration_def, engine, k_engines),
+    ENUM_KEY("mode", tm_acceleration_def, mode, k_modes),
+    READ_KEY("refresh_mode", tm_acceleration_def, refresh_mode, read_refresh_mode),
+    KEY("refresh_check_interval", TM_CFG_DURATION, tm_acceleration_def, refresh_check_interval_ms),
+    KEY("refresh_append_overlap", TM_CFG_DURATION0, tm_acceleration_def, refresh_append_overlap_ms),
+    READ_KEY("refresh_sql", tm_acceleration_def, refresh_sql, read_refresh_sql),
+    KEY("refresh_retry_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_retry_enabled),
+    KEY("refresh_retry_max_attempts", TM_CFG_COUNT, tm_acceleration_def, refresh_retry_max_attempts),
+    READ_KEY("primary_key", tm_acceleration_def, primary_key, read_primary_key),
+    LATER_KEY("on_conflict"), /* checked against primary_key once both are read */
+    KEY("retention_check_enabled", TM_CFG_BOOL, tm_acceleration_def, retention_check_enabled),
+    KEY("retention_period", TM_CFG_DURATION, tm_acceleration_def, retention_period_ms),
+    KEY("retention_check_interval", TM_CFG_DURATION, tm_acceleration_def, retention_check_interval_ms),
+    READ_KEY("retention_sql", tm_acceleration_def, retention_sql, read_retention_sql),
+    ENUM_KEY("snapshots", tm_acceleration_def, snapshots, k_snap_modes),
+    KEY("params", TM_CFG_PARAMS, tm_acceleration_def, params),
+    {NULL, 0, 0, NULL, NULL}};
+
+static const tm_cfg_key k_snapshots[] = {
+    KEY("enabled", TM_CFG_BOOL, tm_snapshots_def, enabled),
+    READ_KEY("location", tm_snapshots_def, location, read_location),
+    READ_KEY("bootstrap_on_failure_behavior", tm_snapshots_def, bootstrap_on_failure,
+             read_bootstrap_failure),
+    KEY("params", TM_CFG_PARAMS, tm_snapshots_def, params),
+    {NULL, 0, 0, NULL, NULL}};
+
 static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
-  static const section sec = {k_accel_keys, k_accel_ignored};
+  static const section sec = {k_accel, k_accel_ignored};
   tm_acceleration_def *a = &d->acceleration;
-  TM_TRY(tm_cfg__check_mapping(c, n, &sec));
   d->has_acceleration = true;
   a->enabled = true;
-  bool mode_given = false;
-  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
-    yaml_node_t *v = tm_cfg__node_at(c, p->value);
-    size_t old = tm_cfg__path_push_key(c, key);
-    int rc = TM_OK, e = 0;
-    if (tm_cfg__in_list(k_accel_ignored, key)) {
-      /* warned in check_mapping */
-    } else if (strcmp(key, "enabled") == 0) {
-      rc = tm_cfg__get_bool(c, v, &a->enabled);
-    } else if (strcmp(key, "engine") == 0) {
-      rc = tm_cfg__get_enum(c, v, k_engines, &e);
-      a->engine = (tm_engine_kind)e;
-    } else if (strcmp(key, "mode") == 0) {
-      rc = tm_cfg__get_enum(c, v, k_modes, &e);
-      a->mode = (tm_engine_mode)e;
-      mode_given = true;
-    } else if (strcmp(key, "refresh_mode") == 0) {
-      const char *s;
-      rc = tm_cfg__scalar(c, v, "a refresh mode", &s);
-      if (rc == TM_OK && (strcmp(s, "changes") == 0 || strcmp(s, "caching") == 0))
-        rc = tm_cfg__fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append)", s);
-      if (rc == TM_OK) rc = tm_cfg__get_enum(c, v, k_refresh_modes, &e);
-      a->refresh_mode = (tm_refresh_mode)e;
-    } else if (strcmp(key, "refresh_check_interval") == 0) {
-      rc = tm_cfg__get_duration(c, v, false, &a->refresh_check_interval_ms);
-    } else if (strcmp(key, "refresh_append_overlap") == 0) {
-      rc = tm_cfg__get_duration(c, v, true, &a->refresh_append_overlap_ms);
-      a->has_overlap = true;
-    } else if (strcmp(key, "refresh_sql") == 0) {
-      rc = tm_cfg__get_string(c, v, &a->refresh_sql);
-      if (rc == TM_OK && !starts_with_word(a->refresh_sql, "SELECT"))
-        rc = tm_cfg__fail(c, v, "refresh_sql must be a SELECT statement");
-    } else if (strcmp(key, "refresh_retry_enabled") == 0) {
-      rc = tm_cfg__get_bool(c, v, &a->refresh_retry_enabled);
-    } else if (strcmp(key, "refresh_retry_max_attempts") == 0) {
-      rc = tm_cfg__get_int(c, v, 0, &a->refresh_retry_max_attempts);
-    } else if (strcmp(key, "primary_key") == 0) {
-      rc = tm_cfg__parse_column_list(c, v, &a->primary_key, &a->n_primary_key);
-    } else if (strcmp(key, "on_conflict") == 0) {
-      /* Checked against primary_key below, once both are read. */
-    } else if (strcmp(key, "retention_check_enabled") == 0) {
-      rc = tm_cfg__get_bool(c, v, &a->retention_check_enabled);
-    } else if (strcmp(key, "retention_period") == 0) {
-      rc = tm_cfg__get_duration(c, v, false, &a->retention_period_ms);
-    } else if (strcmp(key, "retention_check_interval") == 0) {
-      rc = tm_cfg__get_duration(c, v, false, &a->retention_check_interval_ms);
-    } else if (strcmp(key, "retention_sql") == 0) {
-      rc = tm_cfg__get_string(c, v, &a->retention_sql);
-      if (rc == TM_OK && !starts_with_word(a->retention_sql, "DELETE"))
-        rc = tm_cfg__fail(c, v, "retention_sql must be a DELETE statement");
-    } else if (strcmp(key, "snapshots") == 0) {
-      rc = tm_cfg__get_enum(c, v, k_snap_modes, &e);
-      a->snapshots = (tm_snapshots_mode)e;
-    } else if (strcmp(key, "params") == 0) {
-      rc = tm_cfg__get_params(c, v, &a->params);
-    }
-    tm_cfg__path_pop(c, old);
-    TM_TRY(rc);
-  }
+  TM_TRY(tm_cfg__walk(c, n, &sec, a));
+  a->has_overlap = tm_cfg__lookup(c, n, "refresh_append_overlap") != NULL;
   const tm_engine_traits *traits = tm_engine_kind_traits(a->engine);
-  if (!mode_given) a->mode = traits->default_mode;
+  if (!tm_cfg__lookup(c, n, "mode")) a->mode = traits->default_mode;
   if (!tm_engine_kind_supports(a->engine, a->mode)) {
     /* The engines that do support it, from their traits. */
     char others[128] = "";
@@ -274,46 +348,9 @@ static int resolve_data_path(ctx *c, tm_dataset_def *d) {
 }
 
 static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
-  static const section sec = {k_dataset_keys, k_dataset_ignored};
-  TM_TRY(tm_cfg__check_mapping(c, n, &sec));
-  d->line = (int)n->start_mark.line + 1;
-  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
-    yaml_node_t *v = tm_cfg__node_at(c, p->value);
-    size_t old = tm_cfg__path_push_key(c, key);
-    int rc = TM_OK;
-    if (strcmp(key, "from") == 0) {
-      rc = tm_cfg__get_string(c, v, &d->from);
-      if (rc == TM_OK) rc = parse_from(c, v, d->from, &d->source_kind);
-    } else if (strcmp(key, "name") == 0) {
-      rc = tm_cfg__get_string(c, v, &d->name);
-      if (rc == TM_OK) {
-        bool ok = d->name[0] != '\0';
-        for (const char *q = d->name; *q && ok; q++)
-          ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
-               (q != d->name && ((*q >= '0' && *q <= '9') || *q == '-' || *q == '.'));
-        if (!ok)
-          rc = tm_cfg__fail(c, v,
-                    "bad dataset name '%s' (letters, digits, '_', '-', '.'; starting with a "
-                    "letter or '_')",
-                    d->name);
-      }
-    } else if (strcmp(key, "params") == 0) {
-      rc = tm_cfg__get_params(c, v, &d->params);
-    } else if (strcmp(key, "time_column") == 0) {
-      rc = tm_cfg__get_string(c, v, &d->time_column);
-    } else if (strcmp(key, "time_format") == 0) {
-      rc = get_time_format(c, v, &d->time_format);
-    } else if (strcmp(key, "time_partition_column") == 0) {
-      rc = tm_cfg__get_string(c, v, &d->time_partition_column);
-    } else if (strcmp(key, "time_partition_format") == 0) {
-      rc = get_time_format(c, v, &d->time_partition_format);
-    } else if (strcmp(key, "acceleration") == 0) {
-      rc = load_acceleration(c, v, d);
-    }
-    tm_cfg__path_pop(c, old);
-    TM_TRY(rc);
-  }
+  static const section sec = {k_dataset, k_dataset_ignored};
+  if (n->type == YAML_MAPPING_NODE) d->line = (int)n->start_mark.line + 1;
+  TM_TRY(tm_cfg__walk(c, n, &sec, d));
   if (!d->from) return tm_cfg__fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
   if (!d->name) return tm_cfg__fail(c, n, "missing 'name'");
   const tm_acceleration_def *a = &d->acceleration;
@@ -367,35 +404,9 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
 }
 
 static int load_snapshots(ctx *c, yaml_node_t *n) {
-  static const section sec = {k_snap_keys, NULL};
+  static const section sec = {k_snapshots, NULL};
   tm_snapshots_def *s = &c->cfg->snapshots;
-  TM_TRY(tm_cfg__check_mapping(c, n, &sec));
-  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
-    yaml_node_t *v = tm_cfg__node_at(c, p->value);
-    size_t old = tm_cfg__path_push_key(c, key);
-    int rc = TM_OK, e = 0;
-    if (strcmp(key, "enabled") == 0) {
-      rc = tm_cfg__get_bool(c, v, &s->enabled);
-    } else if (strcmp(key, "location") == 0) {
-      rc = tm_cfg__get_string(c, v, &s->location);
-      if (rc == TM_OK && !tm_str_has_prefix(s->location, "file://") &&
-          !tm_str_has_prefix(s->location, "file:") && !tm_str_has_prefix(s->location, "s3://"))
-        rc = tm_cfg__fail(c, v, "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX)",
-                  s->location);
-    } else if (strcmp(key, "bootstrap_on_failure_behavior") == 0) {
-      rc = tm_cfg__get_enum(c, v, k_bootstrap_failure, &e);
-      if (rc == TM_OK) {
-        tm_free(s->bootstrap_on_failure);
-        s->bootstrap_on_failure = tm_strdup(k_bootstrap_failure[e]);
-        if (!s->bootstrap_on_failure) rc = tm_error_nomem(c->err);
-      }
-    } else if (strcmp(key, "params") == 0) {
-      rc = tm_cfg__get_params(c, v, &s->params);
-    }
-    tm_cfg__path_pop(c, old);
-    TM_TRY(rc);
-  }
+  TM_TRY(tm_cfg__walk(c, n, &sec, s));
   if (s->enabled && !s->location) return tm_cfg__fail(c, n, "enabled snapshots need a location");
   return TM_OK;
 }
@@ -476,7 +487,7 @@ static int load_runtime(ctx *c, yaml_node_t *n) {
 }
 
 static int load_root(ctx *c, yaml_node_t *root) {
-  static const section sec = {k_top_keys, k_top_ignored};
+  static const section sec = {k_top, k_top_ignored};
   tm_config *cfg = c->cfg;
   TM_TRY(tm_cfg__check_mapping(c, root, &sec));
   yaml_node_t *n;

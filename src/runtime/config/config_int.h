@@ -21,10 +21,35 @@ typedef struct ctx {
   char path[256];       /* key path of the node being validated */
 } ctx;
 
-/* A section's key table. */
+/*
+ * A section's keys, declared: for each key tidemark uses, how its value is
+ * read and where it goes (a field at offset in the section's struct). One
+ * walk (tm_cfg__walk) checks the mapping against the table and reads every
+ * key; what depends on several keys is checked by the section afterwards.
+ */
+typedef enum tm_cfg_kind {
+  TM_CFG_BOOL,      /* bool */
+  TM_CFG_STRING,    /* char *, owned */
+  TM_CFG_DURATION,  /* int64_t milliseconds, > 0 ("10s", "1h30m") */
+  TM_CFG_DURATION0, /* int64_t milliseconds, >= 0 */
+  TM_CFG_COUNT,     /* int64_t >= 0 */
+  TM_CFG_ENUM,      /* an int-sized enum: the index of the value in names */
+  TM_CFG_PARAMS,    /* tm_kv of string params, ${env:NAME} expanded */
+  TM_CFG_READER,    /* read(c, value, field, the section's struct) */
+  TM_CFG_LATER      /* a known key the section reads itself after the walk */
+} tm_cfg_kind;
+
+typedef struct tm_cfg_key {
+  const char *key;
+  tm_cfg_kind kind;
+  size_t offset;            /* of the field in the section's struct */
+  const char *const *names; /* TM_CFG_ENUM: the values, in enum order, NULL-terminated */
+  int (*read)(ctx *c, yaml_node_t *v, void *field, void *obj); /* TM_CFG_READER */
+} tm_cfg_key;
+
 typedef struct section {
-  const char *const *keys;    /* keys tidemark uses */
-  const char *const *ignored; /* keys Spice defines that tidemark ignores */
+  const tm_cfg_key *keys;     /* keys tidemark uses; ends with {NULL} */
+  const char *const *ignored; /* keys Spice defines that tidemark ignores (warned), or NULL */
 } section;
 
 /* Messages: an error naming file:line:column and the key path; a warning kept in the config. */
@@ -50,6 +75,8 @@ int tm_cfg__get_enum(ctx *c, yaml_node_t *n, const char *const *names, int *out)
 /* Key tables: n is a mapping of known keys, no duplicates; ignored keys warn. */
 bool tm_cfg__in_list(const char *const *list, const char *key);
 int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec);
+/* Checks n against sec and reads each of its keys into obj, in document order. */
+int tm_cfg__walk(ctx *c, yaml_node_t *n, const section *sec, void *obj);
 /* The value node of key in mapping n, or NULL. */
 yaml_node_t *tm_cfg__lookup(ctx *c, yaml_node_t *n, const char *key);
 /* A mapping of string params, values expanded (${env:NAME}). */

@@ -170,6 +170,12 @@ bool tm_cfg__in_list(const char *const *list, const char *key) {
   return false;
 }
 
+static const tm_cfg_key *find_key(const section *sec, const char *key) {
+  for (const tm_cfg_key *k = sec->keys; k->key; k++)
+    if (strcmp(k->key, key) == 0) return k;
+  return NULL;
+}
+
 /*
  * Checks that n is a mapping whose keys are all known, with no duplicates.
  * Ignored keys produce a warning.
@@ -186,7 +192,7 @@ int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec) {
       if (k2->type == YAML_SCALAR_NODE && strcmp((const char *)k2->data.scalar.value, key) == 0)
         return tm_cfg__fail(c, k, "duplicate key '%s'", key);
     }
-    if (tm_cfg__in_list(sec->keys, key)) continue;
+    if (find_key(sec, key)) continue;
     if (tm_cfg__in_list(sec->ignored, key)) {
       size_t old = tm_cfg__path_push_key(c, key);
       int rc = tm_cfg__warn(c, k, "ignored (a Spice setting tidemark does not use)");
@@ -195,11 +201,46 @@ int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec) {
       continue;
     }
     char allowed[1024] = "";
-    for (int i = 0; sec->keys[i]; i++) {
+    for (const tm_cfg_key *d = sec->keys; d->key; d++) {
       size_t len = strlen(allowed);
-      snprintf(allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "", sec->keys[i]);
+      snprintf(allowed + len, sizeof allowed - len, "%s%s", d != sec->keys ? ", " : "", d->key);
     }
     return tm_cfg__fail(c, k, "unknown key '%s' (allowed: %s)", key, allowed);
+  }
+  return TM_OK;
+}
+
+/* Reads one declared key's value into its field. */
+static int read_key(ctx *c, const tm_cfg_key *k, yaml_node_t *v, void *obj) {
+  void *field = (char *)obj + k->offset;
+  int e = 0;
+  switch (k->kind) {
+    case TM_CFG_BOOL: return tm_cfg__get_bool(c, v, field);
+    case TM_CFG_STRING: return tm_cfg__get_string(c, v, field);
+    case TM_CFG_DURATION: return tm_cfg__get_duration(c, v, false, field);
+    case TM_CFG_DURATION0: return tm_cfg__get_duration(c, v, true, field);
+    case TM_CFG_COUNT: return tm_cfg__get_int(c, v, 0, field);
+    case TM_CFG_ENUM:
+      TM_TRY(tm_cfg__get_enum(c, v, k->names, &e));
+      memcpy(field, &e, sizeof e); /* enum fields are int-sized (config.c asserts it) */
+      return TM_OK;
+    case TM_CFG_PARAMS: return tm_cfg__get_params(c, v, field);
+    case TM_CFG_READER: return k->read(c, v, field, obj);
+    case TM_CFG_LATER: return TM_OK;
+  }
+  return TM_OK;
+}
+
+int tm_cfg__walk(ctx *c, yaml_node_t *n, const section *sec, void *obj) {
+  TM_TRY(tm_cfg__check_mapping(c, n, sec));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
+    const tm_cfg_key *k = find_key(sec, key);
+    if (!k) continue; /* ignored, warned by check_mapping */
+    size_t old = tm_cfg__path_push_key(c, key);
+    int rc = read_key(c, k, tm_cfg__node_at(c, p->value), obj);
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
   }
   return TM_OK;
 }
