@@ -203,12 +203,6 @@ int tm_engine__init_base(tm_engine *e, const tm_engine_vtable *vt, const tm_sche
     e->vt = NULL; /* tells the backend's error path that the base is gone */
     return rc;
   }
-  memset(&e->caps, 0, sizeof e->caps);
-  e->caps.persistent = e->cfg.mode == TM_ENGINE_FILE;
-  e->caps.conflict_rule = vt->traits.conflict_rule;
-  e->caps.on_conflict = e->cfg.on_conflict;
-  e->caps.keyed = e->cfg.n_pk > 0;
-  e->caps.columnar = vt->traits.columnar;
   return TM_OK;
 }
 
@@ -385,7 +379,6 @@ tm_engine_kind tm_engine_get_kind(const tm_engine *e) { return e->vt->traits.kin
 tm_engine_mode tm_engine_get_mode(const tm_engine *e) { return e->cfg.mode; }
 const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
 const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
-tm_engine_caps tm_engine_capabilities(const tm_engine *e) { return e->caps; }
 
 int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
   return e->vt->begin(e, kind, out, err);

@@ -142,14 +142,6 @@ const tm_engine_traits *tm_engine_kind_traits(tm_engine_kind kind);
 /** Whether kind supports mode. */
 bool tm_engine_kind_supports(tm_engine_kind kind, tm_engine_mode mode);
 
-typedef struct tm_engine_caps {
-  bool persistent;               /* survives a restart (file mode) */
-  tm_engine_rule conflict_rule;
-  tm_on_conflict on_conflict;    /* resolved from the options (arrival engines) */
-  bool keyed;                    /* a primary key was given */
-  bool columnar;                 /* DuckDB storage (zone maps prune scans) */
-} tm_engine_caps;
-
 /**
  * Opens (file mode: creates or reopens) an acceleration of `kind`.
  *
@@ -195,7 +187,6 @@ tm_engine_mode tm_engine_get_mode(const tm_engine *e);
 const char *tm_engine_dataset(const tm_engine *e);
 /** The schema; lives as long as e. */
 const tm_schema *tm_engine_schema(const tm_engine *e);
-tm_engine_caps tm_engine_capabilities(const tm_engine *e);
 
 /* ---- write transactions ------------------------------------------------ */
 

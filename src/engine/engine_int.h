@@ -41,7 +41,6 @@ struct tm_engine {
   tm_db *db;              /* one reference */
   tm_schema schema;       /* owned */
   tm_engine_config cfg;   /* owned */
-  tm_engine_caps caps;
   int txn_open;           /* atomic: the writer slot (the open write transaction) */
 };
 

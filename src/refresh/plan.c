@@ -93,16 +93,19 @@ static void by_time(tm_refresh_plan *d, tm_fallback fallback, const char *why) {
   d->why = why;
 }
 
-/* Keyed, on an engine other than cayenne, with a key that lacks time_column (B1). */
+/* Keyed, with a key that lacks time_column (the rule then decides B1 and B4). */
+static bool keyed_without_time(const tm_plan_input *in) {
+  return in->def->acceleration.n_primary_key > 0 && !tm_dataset_key_includes_time(in->def);
+}
+
+/* Keyed on an arrival-order engine (not cayenne), key without time_column (B1). */
 static bool keyed_arrival_without_time(const tm_plan_input *in) {
-  return in->def->acceleration.n_primary_key > 0 && !(in->conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME) &&
-         !tm_dataset_key_includes_time(in->def);
+  return keyed_without_time(in) && in->conflict_rule != TM_ENGINE_RULE_NEWEST_BY_TIME;
 }
 
 /* Keyed cayenne whose key lacks time_column: can follow overwrites (B4). */
 static bool can_follow_overwrite(const tm_plan_input *in) {
-  return (in->conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME) && in->def->acceleration.n_primary_key > 0 &&
-         !tm_dataset_key_includes_time(in->def);
+  return keyed_without_time(in) && in->conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME;
 }
 
 /*

@@ -73,6 +73,14 @@ static int describe_source(run *r) {
   return TM_OK;
 }
 
+/* The source exists but holds no data yet: whether this refresh then reads nothing (plan.h). */
+static bool empty_source_reads_nothing(run *r) {
+  tm_engine *e = tm_accel_engine(r->a);
+  bool nothing = tm_refresh_plan_empty_source_reads_nothing(r->a->def, r->req->full, e != NULL);
+  tm_engine_release(e);
+  return nothing;
+}
+
 /*
  * The engine for the rows' schema. The published engine when its schema is
  * the one read; otherwise a new engine for it: in file mode one that
@@ -475,12 +483,7 @@ static void report_plan(run *r, const tm_refresh_plan *p) {
 /* The refresh proper: plan, then carry the plan out; a->refresh_lock is held. */
 static int do_refresh(run *r) {
   int rc = describe_source(r);
-  if (rc == TM_ENOTFOUND) {
-    /* The source exists but holds no data yet. */
-    tm_engine *e = tm_accel_engine(r->a);
-    bool nothing = tm_refresh_plan_empty_source_reads_nothing(r->a->def, r->req->full, e != NULL);
-    tm_engine_release(e);
-    if (!nothing) return rc;
+  if (rc == TM_ENOTFOUND && empty_source_reads_nothing(r)) {
     r->res->how = TM_READ_BY_TIME;
     return TM_OK;
   }
@@ -561,11 +564,8 @@ int tm_accel_explain(tm_accel *a, const tm_refresh_request *req, tm_buf *out, tm
   tm_refresh_plan p;
   memset(&p, 0, sizeof p);
   int rc = describe_source(&r);
-  if (rc == TM_ENOTFOUND) {
-    tm_engine *e = tm_accel_engine(a);
-    bool nothing = tm_refresh_plan_empty_source_reads_nothing(a->def, req->full, e != NULL);
-    tm_engine_release(e);
-    if (nothing) rc = tm_buf_printf(out, err, "read: nothing (the source holds no data yet)\n");
+  if (rc == TM_ENOTFOUND && empty_source_reads_nothing(&r)) {
+    rc = tm_buf_printf(out, err, "read: nothing (the source holds no data yet)\n");
   } else if (rc == TM_OK) {
     rc = make_plan(&r, &p);
     if (rc == TM_OK) rc = tm_refresh_plan_describe(&p, out, err);

@@ -263,7 +263,7 @@ TM_TEST(output_json_replaces_invalid_utf8) {
 }
 
 /* SPEC A4: the one conversion of a time value to an instant. */
-TM_TEST(value_instant_of_every_time_type) {
+TM_TEST(A4_value_instant_of_every_time_type) {
   tm_instant t;
   tm_value v = {.type = TM_TYPE_TIMESTAMP, .v.i = -1};
   TM_ASSERT(tm_value_instant(&(tm_type){.id = TM_TYPE_TIMESTAMP, .unit = TM_UNIT_MICRO}, TM_TIME_FORMAT_UNSET, &v, &t));
