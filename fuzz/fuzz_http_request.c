@@ -113,7 +113,7 @@ static void setup(void) {
   o.http_addr = "127.0.0.1:0";
   o.metrics_addr = "off";
   o.api_key = API_KEY;
-  o.http_threads = 1;
+  o.query_slots = 1;
   o.refresh_workers = 1;
   o.query_timeout_ms = 250;
   o.max_sql_bytes = (size_t)64 << 10;

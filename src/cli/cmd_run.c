@@ -29,15 +29,23 @@ static const tm_cli_opt k_opts[] = {
     {"http", 0, "ADDR", "HTTP API address (default 127.0.0.1:8090; port 0 picks a free one)"},
     {"metrics", 0, "ADDR", "Prometheus metrics address (default 127.0.0.1:9090; off: none)"},
     {"api-key", 0, "KEY", "require this key on every endpoint but /health (or TIDEMARK_API_KEY)"},
-    {"http-threads", 0, "N", "HTTP worker threads (default 2 per CPU, 4..32)"},
     {"refresh-workers", 0, "N", "refresh worker threads (default min(4, datasets))"},
     {"query-timeout", 0, "DURATION", "limit of one /v1/sql statement (default 30s)"},
+    {"query-slots", 0, "N", "queries running at once (default one per CPU, at least 2)"},
+    {"query-queue", 0, "N", "queries waiting for a slot before 503 (default 8 per slot, >= 64)"},
+    {"max-connections", 0, "N", "HTTP connections at once (default 1024)"},
+    {"max-connections-per-client", 0, "N", "from one client address (default a quarter)"},
+    {"request-timeout", 0, "DURATION", "a request's head and body arrive within (default 10s)"},
     {0}};
 
-static int parse_count(const tm_cli_cmd *cmd, const char *name, const char *v, int *out) {
+static int parse_count(const tm_cli_cmd *cmd, const tm_cli_args *args, const char *name,
+                       int64_t lo, int64_t hi, int *out) {
+  const char *v = tm_cli_get(cmd, args, name);
+  if (!v) return TM_EXIT_OK;
   int64_t n;
-  if (tm_parse_int64(v, strlen(v), &n) != TM_OK || n < 1 || n > 1024)
-    return tm_cli_usage_error(cmd, "bad --%s '%s' (expected 1..1024)", name, v);
+  if (tm_parse_int64(v, strlen(v), &n) != TM_OK || n < lo || n > hi)
+    return tm_cli_usage_error(cmd, "bad --%s '%s' (expected %lld..%lld)", name, v, (long long)lo,
+                              (long long)hi);
   *out = (int)n;
   return TM_EXIT_OK;
 }
@@ -91,17 +99,22 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   if (!o.api_key) o.api_key = getenv("TIDEMARK_API_KEY");
   const char *v;
   int code = TM_EXIT_OK;
-  if ((v = tm_cli_get(cmd, args, "http-threads")) &&
-      (code = parse_count(cmd, "http-threads", v, &o.http_threads)) != TM_EXIT_OK)
-    return code;
-  if ((v = tm_cli_get(cmd, args, "refresh-workers")) &&
-      (code = parse_count(cmd, "refresh-workers", v, &o.refresh_workers)) != TM_EXIT_OK)
+  if ((code = parse_count(cmd, args, "refresh-workers", 1, 1024, &o.refresh_workers)) ||
+      (code = parse_count(cmd, args, "query-slots", 1, 256, &o.query_slots)) ||
+      (code = parse_count(cmd, args, "query-queue", 0, 65536, &o.query_queue)) ||
+      (code = parse_count(cmd, args, "max-connections", 8, 16384, &o.max_connections)) ||
+      (code = parse_count(cmd, args, "max-connections-per-client", 1, 16384,
+                          &o.max_connections_per_client)))
     return code;
   tm_error err;
   tm_error_init(&err);
   if ((v = tm_cli_get(cmd, args, "query-timeout")) &&
       (tm_duration_parse(v, &o.query_timeout_ms, &err) != TM_OK || o.query_timeout_ms <= 0))
     return tm_cli_usage_error(cmd, "bad --query-timeout '%s' (expected e.g. 30s)", v);
+  if ((v = tm_cli_get(cmd, args, "request-timeout")) &&
+      (tm_duration_parse(v, &o.request_timeout_ms, &err) != TM_OK || o.request_timeout_ms < 100))
+    return tm_cli_usage_error(cmd, "bad --request-timeout '%s' (expected e.g. 10s, at least 100ms)",
+                              v);
 
   tune_allocator();
   tm_config cfg;

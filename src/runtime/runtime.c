@@ -17,6 +17,7 @@
 #include "io/io.h"
 
 #include "runtime/http/http.h"
+#include "runtime/query/pool.h"
 #include "runtime/runtime_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -24,6 +25,7 @@
 void tm_runtime_options_init(tm_runtime_options *o) {
   memset(o, 0, sizeof *o);
   o->version = TM_RUNTIME_OPTIONS_VERSION;
+  o->query_queue = -1;
 }
 
 /* ---- datasets ------------------------------------------------------------------------------ */
@@ -160,9 +162,13 @@ static int register_metrics(tm_runtime *rt, tm_error *err) {
   TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_dur, TM_METRIC_HISTOGRAM,
                              "query_duration_ms", "SQL query duration in milliseconds", "",
                              ms_buckets, sizeof ms_buckets / sizeof ms_buckets[0], err));
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_busy, TM_METRIC_COUNTER, "query_rejections",
+                             "SQL queries refused with 503 because every query slot was busy", "",
+                             NULL, 0, err));
   /* Touch the unlabelled series so that they are scraped as 0 before the first query. */
   tm_metric_add(rt->m_query_exec, NULL, 0);
   tm_metric_add(rt->m_query_fail, NULL, 0);
+  tm_metric_add(rt->m_query_busy, NULL, 0);
   return TM_OK;
 }
 
@@ -253,11 +259,16 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   if (rt->opts.max_sql_bytes == 0) rt->opts.max_sql_bytes = (size_t)1 << 20;
   if (rt->opts.retry_base_ms <= 0) rt->opts.retry_base_ms = 1000;
   if (rt->opts.retry_max_ms <= 0) rt->opts.retry_max_ms = 300000;
-  if (rt->opts.http_threads <= 0) {
+  if (rt->opts.query_slots <= 0) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = (int)(cpus > 0 ? cpus * 2 : 4);
-    rt->opts.http_threads = t < 4 ? 4 : t > 32 ? 32 : t;
+    rt->opts.query_slots = cpus < 2 ? 2 : cpus > 64 ? 64 : (int)cpus;
   }
+  if (rt->opts.query_queue < 0)
+    rt->opts.query_queue = 8 * rt->opts.query_slots < 64 ? 64 : 8 * rt->opts.query_slots;
+  if (rt->opts.max_connections <= 0) rt->opts.max_connections = 1024;
+  if (rt->opts.max_connections_per_client <= 0)
+    rt->opts.max_connections_per_client = rt->opts.max_connections / 4;
+  if (rt->opts.request_timeout_ms <= 0) rt->opts.request_timeout_ms = 10000;
   /* Check the addresses now, so that a typo is a usage error. */
   struct sockaddr_storage ss;
   socklen_t len;
@@ -383,26 +394,38 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
   memset(&o, 0, sizeof o);
   o.name = "HTTP API";
   o.addr = rt->http_addr;
-  o.threads = rt->opts.http_threads;
   o.api_key = rt->api_key;
   o.routes = rt->routes;
   o.n_routes = rt->n_routes;
   o.app = rt;
   o.requests = rt->m_http;
   o.timeout_s = 60;
-  o.connection_limit = 1024;
-  TM_TRY(tm_http_server_start(&rt->http, &o, err));
+  o.connection_limit = (unsigned)rt->opts.max_connections;
+  o.per_client_limit = (unsigned)rt->opts.max_connections_per_client;
+  o.request_timeout_ms = rt->opts.request_timeout_ms;
+  TM_TRY(tm_qpool_new(&rt->queries, (size_t)rt->opts.query_slots, (size_t)rt->opts.query_queue,
+                      err));
+  tm_log(TM_LOG_INFO, NULL, "queries: %d slots, %d waiting at most, time limit %lld ms",
+         rt->opts.query_slots, rt->opts.query_queue, (long long)rt->opts.query_timeout_ms);
+  int hrc = tm_http_server_start(&rt->http, &o, err);
+  if (hrc != TM_OK) {
+    tm_qpool_free(rt->queries);
+    rt->queries = NULL;
+    return hrc;
+  }
   if (strcmp(rt->metrics_addr, "off") != 0) {
     o.name = "metrics";
     o.addr = rt->metrics_addr;
-    o.threads = 1;
     o.routes = rt->metrics_routes;
     o.n_routes = 1;
     o.connection_limit = 64;
+    o.per_client_limit = 32;
     int rc = tm_http_server_start(&rt->metrics_http, &o, err);
     if (rc != TM_OK) {
       tm_http_server_free(rt->http);
       rt->http = NULL;
+      tm_qpool_free(rt->queries);
+      rt->queries = NULL;
       return rc;
     }
   }
@@ -411,6 +434,8 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
     tm_http_server_free(rt->metrics_http);
     tm_http_server_free(rt->http);
     rt->metrics_http = rt->http = NULL;
+    tm_qpool_free(rt->queries);
+    rt->queries = NULL;
     return rc;
   }
   pthread_mutex_lock(&rt->mu);
@@ -443,6 +468,10 @@ void tm_runtime_stop(tm_runtime *rt) {
   tm_http_server_free(rt->http);
   tm_http_server_free(rt->metrics_http);
   rt->http = rt->metrics_http = NULL;
+  /* After the connections: a query that DuckDB could not interrupt is waited for here. */
+  tm_rt__sessions_interrupt(rt);
+  tm_qpool_free(rt->queries);
+  rt->queries = NULL;
   remove_server_file(rt);
   tm_log(TM_LOG_INFO, NULL, "stopped");
 }

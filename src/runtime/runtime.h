@@ -42,9 +42,13 @@ typedef struct tm_runtime_options {
                                 port 0 picks a free port (tm_runtime_port) */
   const char *metrics_addr;  /* same forms; NULL: default; "off": no metrics endpoint */
   const char *api_key;       /* every endpoint but /health needs it (D4); NULL or "": none */
-  int http_threads;          /* libmicrohttpd thread pool; 0: 2 per CPU, 4..32 */
   int refresh_workers;       /* refresh worker threads; 0: min(4, accelerated datasets) */
   int64_t query_timeout_ms;  /* a /v1/sql statement's limit; 0: 30 s */
+  int query_slots;           /* queries running at once; 0: one per CPU, 2..64 */
+  int query_queue;           /* queries waiting for a slot; -1: 8 per slot, at least 64 */
+  int max_connections;       /* HTTP connections at once; 0: 1024 */
+  int max_connections_per_client; /* from one address; 0: a quarter of max_connections */
+  int64_t request_timeout_ms; /* a request's head and body must arrive within; 0: 10 s */
   size_t max_sql_bytes;      /* /v1/sql body limit; 0: 1 MiB */
   int64_t retry_base_ms;     /* first retry delay (C4); 0: 1 s; doubles up to retry_max_ms */
   int64_t retry_max_ms;      /* 0: 5 min */

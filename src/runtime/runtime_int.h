@@ -56,7 +56,7 @@ struct tm_runtime {
   tm_runtime_options opts;      /* strings below are owned copies */
   char *http_addr, *metrics_addr, *api_key;
   tm_metrics *metrics;          /* owned registry: accel families + the ones below */
-  tm_metric *m_http, *m_query_exec, *m_query_fail, *m_query_dur;
+  tm_metric *m_http, *m_query_exec, *m_query_fail, *m_query_dur, *m_query_busy;
   tm_rt_dataset *ds;            /* owned array, one per config dataset, same order */
   size_t n_ds;
   pthread_mutex_t mu;           /* guards ds[] scheduling fields, stopping, started */
@@ -79,6 +79,7 @@ struct tm_runtime {
   tm_http_route routes[8];      /* the API's routes (body limits from opts) */
   size_t n_routes;
   tm_http_route metrics_routes[1];
+  struct tm_qpool *queries;     /* owned: the query slots (query/pool.h) */
   tm_http_server *http;         /* owned: the API */
   tm_http_server *metrics_http; /* owned: /metrics, or NULL */
   tm_objstore *snap_store;      /* owned: the snapshot location, or NULL when disabled */

@@ -46,7 +46,7 @@ datasets:
     params: {file_format: jsonl}
     acceleration: {engine: cayenne, mode: file, refresh_mode: full, refresh_check_interval: 300ms}
 YAML
-start_server "$T/tidemark.yaml" --http-threads 8
+start_server "$T/tidemark.yaml" --query-slots 8
 wait_until 30 is_ready || fail "not ready"
 failures_before=$(metrics | awk '/^query_failures_total /{print $2}')
 

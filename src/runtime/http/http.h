@@ -17,8 +17,11 @@
  * Paths are matched as strings against the table; nothing in a request
  * reaches the file system (D4).
  *
- * Threads: libmicrohttpd's internal thread pool runs the handlers; a handler
- * may block (a SQL query); each pool thread serves its own connections.
+ * Threads: one per connection (libmicrohttpd's thread-per-connection mode),
+ * so a handler that waits holds up only its own connection; SQL runs on the
+ * query slots (runtime/query/pool.h), not here. Connections are limited in
+ * all, per client address, and by a deadline for each request to arrive
+ * (guard.h), which leaves room for health probes under a slow-client attack.
  */
 #ifndef TM_RUNTIME_HTTP_HTTP_H
 #define TM_RUNTIME_HTTP_HTTP_H
@@ -78,14 +81,15 @@ typedef struct tm_http_route {
 typedef struct tm_http_server_options {
   const char *name;              /* "HTTP API", "metrics": for logs */
   const char *addr;              /* see tm_http_parse_addr */
-  int threads;                   /* thread pool size, >= 1 */
   const char *api_key;           /* NULL or "": no key */
   const tm_http_route *routes;   /* borrowed; outlives the server */
   size_t n_routes;
   void *app;                     /* passed to handlers */
   tm_metric *requests;           /* http_requests counter, or NULL */
   unsigned timeout_s;            /* idle connection timeout */
-  unsigned connection_limit;     /* concurrent connections */
+  unsigned connection_limit;     /* concurrent connections; 0: 1024 */
+  unsigned per_client_limit;     /* concurrent connections from one address; 0: no own limit */
+  int64_t request_timeout_ms;    /* a request's head and body arrive within; 0: 10 s */
 } tm_http_server_options;
 
 /**

@@ -3,8 +3,8 @@
  * limits, replies and request metrics (runtime layer). See http.h.
  *
  * One request goes through on_access three ways: the first call (headers
- * read) matches the route, checks the key and the announced body size, and
- * may answer at once (404, 405, 401, 413); the calls with body bytes append
+ * read) checks the key, matches the route and checks the announced body
+ * size, and may answer at once (401, 404, 405, 413); the calls with body bytes append
  * them to a capped buffer; the last call runs the handler and queues its
  * reply. A body larger than the limit without a Content-Length (chunked)
  * closes the connection, because libmicrohttpd cannot queue a response in
@@ -15,26 +15,37 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
+#include "runtime/http/guard.h"
 #include "runtime/status.h"
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/str.h"
 #include "util/time.h"
 
+#define TM_HTTP_THREAD_STACK ((size_t)1 << 20) /* per connection thread */
+
 struct tm_http_server {
   tm_http_server_options o;    /* routes, app and metric borrowed */
   char *name;                  /* owned */
   char *api_key;               /* owned or NULL */
   struct MHD_Daemon *daemon;
+  tm_http_guard *guard;        /* owned: request deadlines, room for new clients */
   int port;
   bool quiesced;
+  pthread_mutex_t log_mu;      /* the rate limit of libmicrohttpd's messages */
+  int64_t log_window_ns;
+  unsigned log_lines, log_dropped;
 };
+
+#define MHD_LOG_WINDOW_NS ((int64_t)10 * 1000000000) /* at most MHD_LOG_LINES per window */
+#define MHD_LOG_LINES 5
 
 /* ---- addresses ----------------------------------------------------------------------------- */
 
@@ -291,6 +302,15 @@ static bool admit(const tm_http_server_options *o, const char *api_key, tm_http_
   bool known;
   const char *allow;
   req->route = find_route(o, req->method, req->path, req->param, &known, &allow);
+  /* The key first: without it, no path says whether it exists (D4). */
+  if (!(req->route && req->route->public_route) && !authorized(api_key, req)) {
+    req->route = NULL;
+    tm_http_reply_message(
+        rep, 401, "an API key is required: send Authorization: Bearer KEY or X-API-Key: KEY");
+    rep->extra_header[0] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+    rep->extra_header[1] = "Bearer";
+    return true;
+  }
   if (!req->route) {
     if (!known) {
       tm_http_reply_message(rep, 404, "no such endpoint");
@@ -300,13 +320,6 @@ static bool admit(const tm_http_server_options *o, const char *api_key, tm_http_
                           method_label(req->method), allow);
     rep->extra_header[0] = MHD_HTTP_HEADER_ALLOW;
     rep->extra_header[1] = allow;
-    return true;
-  }
-  if (!req->route->public_route && !authorized(api_key, req)) {
-    tm_http_reply_message(
-        rep, 401, "an API key is required: send Authorization: Bearer KEY or X-API-Key: KEY");
-    rep->extra_header[0] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
-    rep->extra_header[1] = "Bearer";
     return true;
   }
   size_t limit = req->route->body_limit;
@@ -366,7 +379,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     req->t0_ns = tm_monotonic_ns();
     tm_http_reply rep;
     reply_init(&rep);
-    if (admit(&s->o, s->api_key, req, &rep)) return respond(s, req, &rep);
+    if (admit(&s->o, s->api_key, req, &rep)) {
+      tm_http_guard_request_in(s->guard, conn);
+      return respond(s, req, &rep);
+    }
     tm_http_reply_dispose(&rep);
     return MHD_YES;
   }
@@ -384,6 +400,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     *upload_size = 0;
     return MHD_YES;
   }
+  tm_http_guard_request_in(s->guard, conn);
   tm_http_reply rep;
   reply_init(&rep);
   req->route->handler(s->o.app, req, &rep);
@@ -392,9 +409,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)conn;
-  (void)toe;
+  tm_http_server *s = cls;
+  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) tm_http_guard_request_done(s->guard, conn);
   tm_http_request *req = *con_cls;
   if (!req) return;
   tm_buf_dispose(&req->body);
@@ -402,8 +418,30 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
+/*
+ * libmicrohttpd's messages, through tm_log. A client can cause one per
+ * connection (a request cut short, the connection limit), so at most
+ * MHD_LOG_LINES go out per window and the next window says how many were
+ * dropped: an attack must not flood the log.
+ */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
   tm_http_server *s = cls;
+  int64_t now = tm_monotonic_ns();
+  pthread_mutex_lock(&s->log_mu);
+  unsigned dropped = 0;
+  if (now - s->log_window_ns > MHD_LOG_WINDOW_NS) {
+    dropped = s->log_dropped;
+    s->log_window_ns = now;
+    s->log_lines = s->log_dropped = 0;
+  }
+  bool emit = s->log_lines < MHD_LOG_LINES;
+  if (emit) s->log_lines++;
+  else s->log_dropped++;
+  pthread_mutex_unlock(&s->log_mu);
+  if (dropped)
+    tm_log(TM_LOG_WARN, NULL, "%s: %u more connection messages in the last %d s were not logged",
+           s->name, dropped, (int)(MHD_LOG_WINDOW_NS / 1000000000));
+  if (!emit) return;
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
   size_t n = strlen(line);
@@ -421,30 +459,46 @@ int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, 
   tm_http_server *s = tm_calloc(1, sizeof *s);
   if (!s) return tm_error_nomem(err);
   s->o = *o;
+  pthread_mutex_init(&s->log_mu, NULL);
+  s->log_window_ns = tm_monotonic_ns();
   s->name = tm_strdup(o->name ? o->name : "HTTP");
   s->api_key = o->api_key && *o->api_key ? tm_strdup(o->api_key) : NULL;
   if (!s->name || (o->api_key && *o->api_key && !s->api_key)) {
     tm_http_server_free(s);
     return tm_error_nomem(err);
   }
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-                   MHD_USE_AUTO;
+  unsigned limit = o->connection_limit ? o->connection_limit : 1024u;
+  unsigned reserve = limit / 16 < 4 ? 4 : limit / 16;
+  int rc = tm_http_guard_new(&s->guard, s->name, limit > reserve ? limit - reserve : 1,
+                             o->request_timeout_ms > 0 ? o->request_timeout_ms : 10000, err);
+  if (rc != TM_OK) {
+    tm_http_server_free(s);
+    return rc;
+  }
+  /*
+   * A thread per connection: a handler may wait (for a query slot's answer)
+   * without holding up any other connection; the threads are small because
+   * no query runs on them (query/pool.h).
+   */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+                   MHD_USE_ERROR_LOG | MHD_USE_AUTO;
   if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   /* The logger comes first so that every message goes through tm_log. */
-  unsigned pool = (unsigned)(o->threads > 1 ? o->threads : 0);
   s->daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_access, s,
       MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
       MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 60u,
-      MHD_OPTION_CONNECTION_LIMIT, o->connection_limit ? o->connection_limit : 1024u,
+      MHD_OPTION_CONNECTION_LIMIT, limit,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_client_limit ? o->per_client_limit : limit,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)128 * 1024,
+      MHD_OPTION_THREAD_STACK_SIZE, (size_t)TM_HTTP_THREAD_STACK,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 512u,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-      pool ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, pool,
+      MHD_OPTION_NOTIFY_CONNECTION, tm_http_guard_notify, s->guard,
       MHD_OPTION_END);
   if (!s->daemon) {
-    int rc = tm_error_set(err, TM_EIO, "%s: cannot listen on %s (address in use or not local)",
+    rc = tm_error_set(err, TM_EIO, "%s: cannot listen on %s (address in use or not local)",
                           s->name, o->addr);
     tm_http_server_free(s);
     return rc;
@@ -480,6 +534,8 @@ void tm_http_server_quiesce(tm_http_server *s) {
 void tm_http_server_free(tm_http_server *s) {
   if (!s) return;
   if (s->daemon) MHD_stop_daemon(s->daemon);
+  tm_http_guard_free(s->guard);
+  pthread_mutex_destroy(&s->log_mu);
   tm_free(s->name);
   tm_free(s->api_key);
   tm_free(s);

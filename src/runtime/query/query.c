@@ -18,11 +18,13 @@
  * began can no longer change the status: the connection is closed without
  * the final chunk, which clients report as a truncated response.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "runtime/http/http.h"
+#include "runtime/query/pool.h"
 #include "runtime/runtime_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -157,99 +159,266 @@ static const media *negotiate(const char *accept) {
 
 /* ---- one query ------------------------------------------------------------------------------ */
 
-typedef struct sql_stream {
+/*
+ * A query job: the SQL text and its answer, shared by the connection thread
+ * that waits for the answer (the consumer) and the query slot that runs it
+ * (the worker). Two references, one each; the last release frees it.
+ *
+ * The worker renders the result into `pending` (its own); when the first
+ * chunk is ready (or the whole result, or an error) it hands it over in
+ * `ready` and sets `answered`; for a streamed result it then renders the next
+ * chunk while the consumer sends this one, and swaps again once `ready` is
+ * drained. The consumer waits for each hand-over until the query's deadline
+ * plus GRACE_MS: past that it answers (400 past the time limit, 503 if the
+ * query never got a slot) and marks the job abandoned, interrupts its
+ * statement and leaves; the worker stops at its next chance. A statement
+ * DuckDB cannot interrupt at once (one scalar call over huge values) keeps
+ * its slot until it returns, which bounds such runaways by the slot count.
+ */
+typedef struct sql_job {
+  tm_qpool_job base; /* first: the pool's view */
   tm_runtime *rt;
+  const media *m;
+  char *sql;         /* owned */
+  int64_t t0_ns, deadline_ns;
+
+  /* worker only */
   tm_sql_session *session;
   tm_sql_stmt *st;
   tm_out out;
-  bool out_open;
-  tm_buf pending;       /* rendered output not yet sent */
-  size_t sent;          /* bytes of pending already sent */
-  tm_buf cells;         /* one row's rendered cells */
+  bool out_open, done;
+  tm_buf pending;    /* rendered output not yet handed over */
+  tm_buf cells;      /* one row's rendered cells */
   size_t n_cols;
-  size_t *offs;         /* n_cols + 1 offsets into cells */
+  size_t *offs;      /* n_cols + 1 offsets into cells */
   const char **texts;
   size_t *lens;
   tm_cell_kind *kinds;
-  bool done, failed;
-  int64_t t0_ns;
   tm_error err;
-} sql_stream;
+
+  /* shared, under mu */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs;
+  bool started;      /* a worker took it */
+  bool answered;     /* the first hand-over happened: rc, first_err, ready */
+  bool ended;        /* ready holds the end of the result */
+  bool failed;       /* the statement failed after streaming began */
+  bool abandoned;    /* the consumer left: stop */
+  int rc;
+  tm_error first_err;
+  tm_buf ready;      /* handed over, being sent */
+  size_t sent;       /* bytes of ready already sent */
+  tm_sql_session *live; /* the running session, for interrupts */
+} sql_job;
+
+#define GRACE_MS 500
 
 static int pending_sink(const char *data, size_t len, void *payload) {
-  sql_stream *s = payload;
-  return tm_buf_append(&s->pending, data, len, &s->err);
+  sql_job *j = payload;
+  return tm_buf_append(&j->pending, data, len, &j->err);
 }
 
-static void stream_free(sql_stream *s) {
-  if (!s) return;
-  if (s->out_open) tm_out_dispose(&s->out);
-  tm_sql_stmt_free(s->st);
-  tm_rt__session_put(s->rt, s->session);
-  tm_runtime *rt = s->rt;
-  tm_metric_add(rt->m_query_exec, NULL, 1);
-  if (s->failed) tm_metric_add(rt->m_query_fail, NULL, 1);
-  tm_metric_observe(rt->m_query_dur, NULL, (double)(tm_monotonic_ns() - s->t0_ns) / 1e6);
-  tm_buf_dispose(&s->pending);
-  tm_buf_dispose(&s->cells);
-  tm_free(s->offs);
-  tm_free(s->texts);
-  tm_free(s->lens);
-  tm_free(s->kinds);
-  tm_free(s);
+static void job_release(sql_job *j) {
+  pthread_mutex_lock(&j->mu);
+  bool last = --j->refs == 0;
+  pthread_mutex_unlock(&j->mu);
+  if (!last) return;
+  tm_buf_dispose(&j->pending);
+  tm_buf_dispose(&j->cells);
+  tm_buf_dispose(&j->ready);
+  tm_free(j->offs);
+  tm_free(j->texts);
+  tm_free(j->lens);
+  tm_free(j->kinds);
+  tm_free(j->sql);
+  pthread_cond_destroy(&j->cv);
+  pthread_mutex_destroy(&j->mu);
+  tm_free(j);
 }
 
-/* Steps until at least `want` bytes are pending or the result ends. */
-static int fill(sql_stream *s, size_t want) {
-  while (!s->done && s->pending.len - s->sent < want) {
-    int rc = tm_sql_step(s->st, &s->err);
+/* Steps until at least `want` bytes are pending or the result ends (worker). */
+static int fill(sql_job *j, size_t want) {
+  while (!j->done && j->pending.len < want) {
+    int rc = tm_sql_step(j->st, &j->err);
     if (rc == TM_ITEROVER) {
-      rc = tm_out_end(&s->out, &s->err);
-      s->out_open = false;
+      rc = tm_out_end(&j->out, &j->err);
+      j->out_open = false;
       if (rc != TM_OK) return rc;
-      s->done = true;
+      j->done = true;
       break;
     }
     if (rc != TM_OK) return rc;
-    tm_buf_clear(&s->cells);
-    for (size_t i = 0; i < s->n_cols; i++) {
-      s->offs[i] = s->cells.len;
-      TM_TRY(tm_sql_column_render(s->st, i, &s->cells, &s->kinds[i], &s->err));
+    tm_buf_clear(&j->cells);
+    for (size_t i = 0; i < j->n_cols; i++) {
+      j->offs[i] = j->cells.len;
+      TM_TRY(tm_sql_column_render(j->st, i, &j->cells, &j->kinds[i], &j->err));
     }
-    s->offs[s->n_cols] = s->cells.len;
-    for (size_t i = 0; i < s->n_cols; i++) {
-      s->texts[i] = s->kinds[i] == TM_CELL_NULL ? NULL : s->cells.ptr + s->offs[i];
-      s->lens[i] = s->offs[i + 1] - s->offs[i];
+    j->offs[j->n_cols] = j->cells.len;
+    for (size_t i = 0; i < j->n_cols; i++) {
+      j->texts[i] = j->kinds[i] == TM_CELL_NULL ? NULL : j->cells.ptr + j->offs[i];
+      j->lens[i] = j->offs[i + 1] - j->offs[i];
     }
-    TM_TRY(tm_out_row(&s->out, s->texts, s->lens, s->kinds, &s->err));
+    TM_TRY(tm_out_row(&j->out, j->texts, j->lens, j->kinds, &j->err));
   }
   return TM_OK;
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
-  (void)pos;
-  sql_stream *s = cls;
-  if (s->pending.len == s->sent) {
-    tm_buf_clear(&s->pending);
-    s->sent = 0;
-    if (fill(s, STREAM_CHUNK) != TM_OK) {
-      s->failed = true;
-      tm_log(TM_LOG_WARN, NULL, "/v1/sql: query failed while streaming its result: %s",
-             s->err.message);
-      return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    if (s->pending.len == 0) return MHD_CONTENT_READER_END_OF_STREAM;
-  }
-  size_t n = s->pending.len - s->sent;
-  if (n > max) n = max;
-  memcpy(buf, s->pending.ptr + s->sent, n);
-  s->sent += n;
-  return (ssize_t)n;
+/* Prepares the statement and renders the first chunk (worker). */
+static int start_statement(sql_job *j) {
+  tm_runtime *rt = j->rt;
+  int64_t left_ms = (j->deadline_ns - tm_monotonic_ns()) / 1000000;
+  if (left_ms <= 0)
+    return tm_error_set(&j->err, TM_ETIMEOUT, "time limit");
+  TM_TRY(tm_rt__session_take(rt, &j->session, &j->err));
+  tm_sql_session_set_timeout(j->session, left_ms);
+  pthread_mutex_lock(&j->mu);
+  bool abandoned = j->abandoned;
+  if (!abandoned) j->live = j->session;
+  pthread_mutex_unlock(&j->mu);
+  if (abandoned) return tm_error_set(&j->err, TM_ECANCELLED, "the client left");
+  TM_TRY(tm_sql_prepare(j->session, j->sql, &j->st, &j->err));
+  j->n_cols = tm_sql_column_count(j->st);
+  size_t n = j->n_cols ? j->n_cols : 1;
+  j->offs = tm_calloc(n + 1, sizeof *j->offs);
+  j->texts = tm_calloc(n, sizeof *j->texts);
+  j->lens = tm_calloc(n, sizeof *j->lens);
+  j->kinds = tm_calloc(n, sizeof *j->kinds);
+  if (!j->offs || !j->texts || !j->lens || !j->kinds) return tm_error_nomem(&j->err);
+  for (size_t i = 0; i < j->n_cols; i++) j->texts[i] = tm_sql_column_name(j->st, i);
+  TM_TRY(tm_out_begin(&j->out, j->m->format, j->texts, j->n_cols, pending_sink, j, &j->err));
+  j->out_open = true;
+  return fill(j, FIRST_CHUNK);
 }
 
-static void stream_done(void *cls) { stream_free(cls); }
+/* Hands pending over as ready (under mu; ready is drained). */
+static void hand_over(sql_job *j) {
+  tm_buf t = j->ready;
+  j->ready = j->pending;
+  j->pending = t;
+  tm_buf_clear(&j->pending);
+  j->sent = 0;
+  j->ended = j->done;
+  pthread_cond_broadcast(&j->cv);
+}
+
+static void run_job(tm_qpool_job *base) {
+  sql_job *j = (sql_job *)base;
+  tm_runtime *rt = j->rt;
+  pthread_mutex_lock(&j->mu);
+  j->started = true;
+  bool skip = j->abandoned;
+  pthread_mutex_unlock(&j->mu);
+  pthread_mutex_lock(&rt->mu);
+  bool stopping = rt->stopping || rt->stopped;
+  pthread_mutex_unlock(&rt->mu);
+  int rc = skip ? tm_error_set(&j->err, TM_ECANCELLED, "the client left")
+           : stopping ? tm_error_set(&j->err, TM_EUNAVAILABLE, "the runtime is shutting down")
+                      : start_statement(j);
+  /* The session's limit was what was left after the wait for a slot: name the configured one. */
+  if (rc == TM_ETIMEOUT)
+    tm_error_set(&j->err, TM_ETIMEOUT, "the query ran past its time limit of %lld ms (SPEC D4)",
+                 (long long)rt->opts.query_timeout_ms);
+  pthread_mutex_lock(&j->mu);
+  j->rc = rc;
+  j->first_err = j->err;
+  j->answered = true;
+  if (rc == TM_OK) hand_over(j);
+  else pthread_cond_broadcast(&j->cv);
+  while (rc == TM_OK && !j->ended && !j->abandoned) {
+    pthread_mutex_unlock(&j->mu);
+    rc = fill(j, STREAM_CHUNK);
+    pthread_mutex_lock(&j->mu);
+    if (rc != TM_OK) {
+      j->failed = true;
+      pthread_cond_broadcast(&j->cv);
+      if (!j->abandoned)
+        tm_log(TM_LOG_WARN, NULL, "/v1/sql: query failed while streaming its result: %s",
+               j->err.message);
+      break;
+    }
+    while (j->sent < j->ready.len && !j->abandoned) pthread_cond_wait(&j->cv, &j->mu);
+    if (!j->abandoned) hand_over(j);
+  }
+  j->live = NULL;
+  bool failed = j->rc != TM_OK || j->failed;
+  pthread_mutex_unlock(&j->mu);
+  if (j->out_open) tm_out_dispose(&j->out);
+  j->out_open = false;
+  tm_sql_stmt_free(j->st);
+  j->st = NULL;
+  tm_rt__session_put(rt, j->session);
+  j->session = NULL;
+  if (!skip) {
+    tm_metric_add(rt->m_query_exec, NULL, 1);
+    if (failed) tm_metric_add(rt->m_query_fail, NULL, 1);
+    tm_metric_observe(rt->m_query_dur, NULL, (double)(tm_monotonic_ns() - j->t0_ns) / 1e6);
+  }
+  job_release(j);
+}
+
+/* Waits (under mu) for pred or the job's deadline plus the grace; false on time out. */
+static bool wait_job(sql_job *j, bool (*pred)(const sql_job *)) {
+  int64_t until = j->deadline_ns + (int64_t)GRACE_MS * 1000000;
+  while (!pred(j)) {
+    int64_t left = until - tm_monotonic_ns();
+    if (left <= 0) return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = (int64_t)ts.tv_nsec + (left < 100000000 ? left : 100000000);
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+  }
+  return true;
+}
+
+static bool is_answered(const sql_job *j) { return j->answered; }
+static bool has_bytes(const sql_job *j) {
+  return j->sent < j->ready.len || j->ended || j->failed;
+}
+
+/* The consumer leaves (under mu): the worker stops at its next chance. */
+static void abandon(sql_job *j) {
+  j->abandoned = true;
+  if (j->live) tm_sql_session_interrupt(j->live);
+  pthread_cond_broadcast(&j->cv);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  sql_job *j = cls;
+  pthread_mutex_lock(&j->mu);
+  ssize_t r;
+  if (!wait_job(j, has_bytes)) {
+    abandon(j);
+    tm_log(TM_LOG_WARN, NULL, "/v1/sql: query ran past its time limit of %lld ms while streaming "
+           "its result; closing the connection", (long long)j->rt->opts.query_timeout_ms);
+    r = MHD_CONTENT_READER_END_WITH_ERROR;
+  } else if (j->sent < j->ready.len) {
+    size_t n = j->ready.len - j->sent;
+    if (n > max) n = max;
+    memcpy(buf, j->ready.ptr + j->sent, n);
+    j->sent += n;
+    if (j->sent == j->ready.len) pthread_cond_broadcast(&j->cv);
+    r = (ssize_t)n;
+  } else {
+    r = j->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+  }
+  pthread_mutex_unlock(&j->mu);
+  return r;
+}
+
+static void stream_done(void *cls) {
+  sql_job *j = cls;
+  pthread_mutex_lock(&j->mu);
+  abandon(j);
+  pthread_mutex_unlock(&j->mu);
+  job_release(j);
+}
 
 static unsigned status_for(int rc) {
+  if (rc == TM_EUNAVAILABLE) return 503;
   return rc == TM_ENOMEM || rc == TM_EIO || rc == TM_ERROR ? 500 : 400;
 }
 
@@ -258,7 +427,7 @@ void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep) {
   pthread_mutex_lock(&rt->mu);
   bool stopping = rt->stopping;
   pthread_mutex_unlock(&rt->mu);
-  if (stopping) {
+  if (stopping || !rt->queries) {
     tm_http_reply_message(rep, 503, "the runtime is shutting down");
     return;
   }
@@ -278,53 +447,91 @@ void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep) {
     tm_http_reply_message(rep, 400, "empty query: send the SQL text as the request body");
     return;
   }
-  sql_stream *s = tm_calloc(1, sizeof *s);
-  if (!s) {
+  sql_job *j = tm_calloc(1, sizeof *j);
+  if (!j || !(j->sql = tm_strdup(sql))) {
+    tm_free(j);
     tm_http_reply_message(rep, 500, "out of memory");
     return;
   }
-  s->rt = rt;
-  s->t0_ns = tm_monotonic_ns();
-  tm_buf_init(&s->pending, TM_BUF_UNLIMITED);
-  tm_buf_init(&s->cells, CELLS_LIMIT);
-  tm_error_init(&s->err);
-  int rc = tm_rt__session_take(rt, &s->session, &s->err);
-  if (rc == TM_OK) rc = tm_sql_prepare(s->session, sql, &s->st, &s->err);
-  if (rc == TM_OK) {
-    s->n_cols = tm_sql_column_count(s->st);
-    size_t n = s->n_cols ? s->n_cols : 1;
-    s->offs = tm_calloc(n + 1, sizeof *s->offs);
-    s->texts = tm_calloc(n, sizeof *s->texts);
-    s->lens = tm_calloc(n, sizeof *s->lens);
-    s->kinds = tm_calloc(n, sizeof *s->kinds);
-    if (!s->offs || !s->texts || !s->lens || !s->kinds) rc = tm_error_nomem(&s->err);
+  j->base.run = run_job;
+  j->rt = rt;
+  j->m = m;
+  j->t0_ns = tm_monotonic_ns();
+  j->deadline_ns = j->t0_ns + rt->opts.query_timeout_ms * 1000000;
+  j->refs = 2;
+  pthread_mutex_init(&j->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&j->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  tm_buf_init(&j->pending, TM_BUF_UNLIMITED);
+  tm_buf_init(&j->ready, TM_BUF_UNLIMITED);
+  tm_buf_init(&j->cells, CELLS_LIMIT);
+  tm_error_init(&j->err);
+  tm_error err;
+  tm_error_init(&err);
+  if (tm_qpool_submit(rt->queries, &j->base, &err) != TM_OK) {
+    tm_metric_add(rt->m_query_busy, NULL, 1);
+    tm_http_reply_message(rep, 503, "%s", err.message);
+    rep->extra_header[0] = MHD_HTTP_HEADER_RETRY_AFTER;
+    rep->extra_header[1] = "1";
+    j->refs = 1;
+    job_release(j);
+    return;
   }
-  if (rc == TM_OK) {
-    for (size_t i = 0; i < s->n_cols; i++) s->texts[i] = tm_sql_column_name(s->st, i);
-    rc = tm_out_begin(&s->out, m->format, s->texts, s->n_cols, pending_sink, s, &s->err);
-    s->out_open = rc == TM_OK;
+  pthread_mutex_lock(&j->mu);
+  if (!wait_job(j, is_answered)) {
+    bool started = j->started;
+    abandon(j);
+    pthread_mutex_unlock(&j->mu);
+    if (!started && tm_qpool_cancel(rt->queries, &j->base)) {
+      job_release(j); /* the worker's reference: it will not run */
+      tm_metric_add(rt->m_query_busy, NULL, 1);
+      tm_http_reply_message(rep, 503,
+                            "every query slot stayed busy for the query's time limit of %lld ms: "
+                            "retry later",
+                            (long long)rt->opts.query_timeout_ms);
+      rep->extra_header[0] = MHD_HTTP_HEADER_RETRY_AFTER;
+      rep->extra_header[1] = "1";
+    } else {
+      tm_log(TM_LOG_WARN, NULL,
+             "/v1/sql: a query ran past its time limit of %lld ms and could not be stopped at "
+             "once; answered, its slot stays busy until DuckDB returns",
+             (long long)rt->opts.query_timeout_ms);
+      tm_http_reply_message(rep, 400, "the query ran past its time limit of %lld ms (SPEC D4)",
+                            (long long)rt->opts.query_timeout_ms);
+    }
+    job_release(j);
+    return;
   }
-  if (rc == TM_OK) rc = fill(s, FIRST_CHUNK);
-  if (rc != TM_OK) {
-    s->failed = true;
-    tm_http_reply_message(rep, status_for(rc), "%s", s->err.message);
-    stream_free(s);
+  if (j->rc != TM_OK) {
+    int rc = j->rc;
+    tm_error e = j->first_err;
+    pthread_mutex_unlock(&j->mu);
+    tm_http_reply_message(rep, status_for(rc), "%s", e.message);
+    job_release(j);
     return;
   }
   rep->status = 200;
   rep->content_type = m->content_type;
-  if (s->done) {
+  if (j->ended) {
     tm_buf_dispose(&rep->body);
-    rep->body = s->pending;
-    tm_buf_init(&s->pending, TM_BUF_UNLIMITED);
-    stream_free(s);
+    rep->body = j->ready;
+    tm_buf_init(&j->ready, TM_BUF_UNLIMITED);
+    j->sent = 0;
+    pthread_mutex_unlock(&j->mu);
+    job_release(j);
     return;
   }
+  pthread_mutex_unlock(&j->mu);
   rep->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_CHUNK, stream_read,
-                                                    s, stream_done);
+                                                    j, stream_done);
   if (!rep->response) {
-    s->failed = true;
-    stream_free(s);
+    pthread_mutex_lock(&j->mu);
+    abandon(j);
+    pthread_mutex_unlock(&j->mu);
+    job_release(j);
     tm_http_reply_message(rep, 500, "out of memory");
   }
 }

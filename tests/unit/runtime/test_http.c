@@ -110,6 +110,16 @@ TM_TEST(http_serve_api_key_D4) {
   /* /health is public. */
   TM_ASSERT_INT_EQ(serve(&o, "GET", "/health", NULL, 0, NULL, body, sizeof body, NULL), 200);
   TM_ASSERT_INT_EQ(calls, 3);
+  /* Issue 22: without the key nothing tells which paths exist: an unknown path and a
+   * wrong method are 401 as well (and /health's other methods), with the key 404 and 405. */
+  TM_ASSERT_INT_EQ(serve(&o, "GET", "/v1/nosuch", NULL, 0, NULL, body, sizeof body, NULL), 401);
+  TM_ASSERT_INT_EQ(serve(&o, "DELETE", "/v1/things/a", NULL, 0, NULL, body, sizeof body, NULL),
+                   401);
+  TM_ASSERT_INT_EQ(serve(&o, "POST", "/health", NULL, 0, NULL, body, sizeof body, NULL), 401);
+  TM_ASSERT_INT_EQ(serve(&o, "GET", "/v1/nosuch", xkey, 1, NULL, body, sizeof body, NULL), 404);
+  TM_ASSERT_INT_EQ(serve(&o, "DELETE", "/v1/things/a", xkey, 1, NULL, body, sizeof body, NULL),
+                   405);
+  TM_ASSERT_INT_EQ(calls, 3);
 }
 
 TM_TEST(http_serve_body_limits_D2) {
