@@ -162,9 +162,13 @@ static int read_dataset_name(ctx *c, yaml_node_t *v, void *field, void *obj) {
          (q != *name && ((*q >= '0' && *q <= '9') || *q == '-' || *q == '.'));
   if (!ok)
     return tm_cfg__fail(c, v,
-                        "bad dataset name '%s' (letters, digits, '_', '-', '.'; starting with a "
+                        "bad dataset name '%.*s' (letters, digits, '_', '-', '.'; starting with a "
                         "letter or '_')",
-                        *name);
+                        64, *name);
+  /* The name becomes file names (its folder, its database and their suffixes): issue 22. */
+  if (strlen(*name) > TM_DATASET_NAME_MAX)
+    return tm_cfg__fail(c, v, "dataset name '%.32s...' is %zu characters long (at most %d)", *name,
+                        strlen(*name), TM_DATASET_NAME_MAX);
   return TM_OK;
 }
 
@@ -569,6 +573,52 @@ static char *absolute_dir(const char *dir) {
   return tm_path_join(cwd, dir);
 }
 
+static int syntax_error(const yaml_parser_t *p, const char *name, tm_error *err) {
+  return tm_error_set(err, TM_EINVALID, "%s:%lu:%lu: YAML syntax error: %s%s%s", name,
+                      (unsigned long)p->problem_mark.line + 1,
+                      (unsigned long)p->problem_mark.column + 1,
+                      p->problem ? p->problem : "malformed document", p->context ? " " : "",
+                      p->context ? p->context : "");
+}
+
+/*
+ * A first pass over the events, before libyaml builds the document: nesting
+ * deeper than TM_CONFIG_MAX_DEPTH is refused at the line where it passes the
+ * cap (issue 22). libyaml's loader would otherwise take time quadratic in
+ * the depth (100,000 nested '[' in an ignored key took 15 s). Events come
+ * one at a time, so a file that nests too deep is refused after reading
+ * little more than the part up to the cap.
+ */
+static int check_depth(const char *text, size_t len, const char *name, tm_error *err) {
+  yaml_parser_t p;
+  if (!yaml_parser_initialize(&p)) return tm_error_nomem(err);
+  yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+  int depth = 0, rc = TM_OK;
+  for (;;) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&p, &ev)) {
+      rc = syntax_error(&p, name, err);
+      break;
+    }
+    yaml_event_type_t t = ev.type;
+    unsigned long line = (unsigned long)ev.start_mark.line + 1;
+    yaml_event_delete(&ev);
+    if (t == YAML_STREAM_END_EVENT) break;
+    if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+      if (++depth > TM_CONFIG_MAX_DEPTH) {
+        rc = tm_error_set(err, TM_EINVALID,
+                          "%s:%lu: lists and maps nest deeper than %d levels (the limit)", name,
+                          line, TM_CONFIG_MAX_DEPTH);
+        break;
+      }
+    } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
+      depth--;
+    }
+  }
+  yaml_parser_delete(&p);
+  return rc;
+}
+
 int tm_config_load_text(tm_config *out, const char *text, size_t len,
                         const char *name_for_messages, const char *dir, tm_error *err) {
   memset(out, 0, sizeof *out);
@@ -583,16 +633,13 @@ int tm_config_load_text(tm_config *out, const char *text, size_t len,
     return tm_error_set(err, TM_ETOOLARGE, "%s: config file is larger than %zu bytes",
                         name_for_messages, TM_CONFIG_MAX_BYTES);
 
+  TM_TRY(check_depth(text, len, name_for_messages, err));
   yaml_parser_t parser;
   yaml_document_t doc;
   if (!yaml_parser_initialize(&parser)) return tm_error_nomem(err);
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
   if (!yaml_parser_load(&parser, &doc)) {
-    int rc = tm_error_set(err, TM_EINVALID, "%s:%lu:%lu: YAML syntax error: %s%s%s",
-                          name_for_messages, (unsigned long)parser.problem_mark.line + 1,
-                          (unsigned long)parser.problem_mark.column + 1,
-                          parser.problem ? parser.problem : "malformed document",
-                          parser.context ? " " : "", parser.context ? parser.context : "");
+    int rc = syntax_error(&parser, name_for_messages, err);
     yaml_parser_delete(&parser);
     return rc;
   }

@@ -51,6 +51,8 @@ typedef struct tm_config {
 } tm_config;
 
 #define TM_CONFIG_MAX_BYTES ((size_t)4 << 20)
+#define TM_CONFIG_MAX_DEPTH 64 /* nesting of lists and maps */
+#define TM_DATASET_NAME_MAX 128 /* characters of a dataset name (it names files) */
 
 /**
  * Loads and validates the config file at path into out (initialised by this

@@ -11,6 +11,7 @@
 #include "runtime/config/config.h"
 #include "tm_test.h"
 #include "util/alloc.h"
+#include "util/time.h"
 
 TM_TEST(config_bad_cases) {
   char dir[1024];
@@ -138,5 +139,37 @@ TM_TEST(config_missing_file) {
   tm_config cfg;
   TM_ASSERT_RC(tm_config_load(&cfg, "/nonexistent/tidemark.yaml", &err), TM_ENOTFOUND);
   TM_ASSERT_CONTAINS(err.message, "/nonexistent/tidemark.yaml: config file not found");
+  tm_config_dispose(&cfg);
+}
+
+/* Issue 22: nesting is capped before libyaml builds the document, so a million '[' in a key
+ * that is otherwise ignored is refused at once (it took libyaml minutes: quadratic). The
+ * bound is loose for sanitizer builds; the figure is in docs/RELIABILITY.md. 64 levels load. */
+TM_TEST(config_deep_nesting_is_refused_fast) {
+  size_t n = 1000000;
+  const char *head = "datasets: []\nmetadata: ";
+  char *text = tm_malloc(strlen(head) + n + 2);
+  TM_ASSERT(text);
+  memcpy(text, head, strlen(head));
+  memset(text + strlen(head), '[', n);
+  memcpy(text + strlen(head) + n, "\n", 2);
+  tm_config cfg;
+  tm_error err;
+  tm_error_init(&err);
+  int64_t t0 = tm_monotonic_ns();
+  TM_ASSERT_RC(tm_config_load_text(&cfg, text, strlen(text), "deep.yaml", "/tmp", &err),
+               TM_EINVALID);
+  int64_t ms = (tm_monotonic_ns() - t0) / 1000000;
+  tm_config_dispose(&cfg);
+  TM_ASSERT_CONTAINS(err.message, "deep.yaml:2: lists and maps nest deeper than 64 levels");
+  tm_test__note("1,000,000 nested '[' refused in %lld ms", (long long)ms);
+  TM_ASSERT_MSG(ms < 2000, "refusing deep nesting took %lld ms", (long long)ms);
+  tm_free(text);
+  /* At the cap: loads (the key is ignored with a warning). */
+  char ok[512];
+  snprintf(ok, sizeof ok, "datasets: []\nmetadata: %.*s%.*s\n", 63,
+           "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 63,
+           "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+  TM_ASSERT_OK(tm_config_load_text(&cfg, ok, strlen(ok), "cap.yaml", "/tmp", &err), &err);
   tm_config_dispose(&cfg);
 }
