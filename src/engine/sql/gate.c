@@ -30,7 +30,20 @@ static const char *const k_denied[] = {
     "glob",          "sniff_csv",      "checkpoint",    "force_checkpoint", "query",
     "query_table",   "csv_scan",       "parquet_scan",  "json_scan",        "arrow_scan",
     "arrow_scan_dumb", "seq_scan",     "index_scan",    "duckdb_secrets",   "which_secret",
-    "load_aws_credentials", "repeat_row_table", NULL};
+    "load_aws_credentials", "repeat_row_table",
+    /* Issue 22: these list paths of the data folder (databases, settings, spill files). */
+    "duckdb_databases", "duckdb_settings", "duckdb_temporary_files", "duckdb_extensions",
+    "duckdb_external_file_cache", "duckdb_logs", "duckdb_log_contexts", NULL};
+
+/* Scalar functions and tables (views) that show the same: settings hold the folders. */
+static const char *const k_denied_scalars[] = {"current_setting", NULL};
+static const char *const k_denied_tables[] = {"pg_settings", NULL};
+
+static bool listed(const char *name, const char *const *list) {
+  for (size_t i = 0; name && list[i]; i++)
+    if (strcasecmp(name, list[i]) == 0) return true;
+  return false;
+}
 
 bool tm_sql__function_allowed(const char *name) {
   if (!name) return false;
@@ -61,8 +74,19 @@ static int walk(const json_t *n, int depth, tm_error *err) {
                           "(SPEC D4)",
                           name ? name : "?");
   }
+  if (type && !strcmp(type, "FUNCTION")) {
+    const char *name = json_string_value(json_object_get(n, "function_name"));
+    if (listed(name, k_denied_scalars))
+      return tm_error_set(err, TM_EINVALID,
+                          "the function %s is not allowed: queries only read the datasets "
+                          "(SPEC D4)",
+                          name);
+  }
   if (type && !strcmp(type, "BASE_TABLE")) {
     const char *name = json_string_value(json_object_get(n, "table_name"));
+    if (listed(name, k_denied_tables))
+      return tm_error_set(err, TM_EINVALID,
+                          "%s is not allowed: queries only read the datasets (SPEC D4)", name);
     if (name && (strchr(name, '/') || strchr(name, '\\')))
       return tm_error_set(err, TM_EINVALID,
                           "'%s' names a file: queries only read the datasets (SPEC D4)", name);
