@@ -122,10 +122,14 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
       tm_accel_source_options(d, cfg.dir, &so);
       rc = tm_sql_catalog_add_source(cat, &so, &err);
     } else {
-      tm_log(TM_LOG_WARN, d->name,
-             d->acceleration.mode == TM_ENGINE_MEMORY
-                 ? "a memory-mode acceleration lives only in `tidemark run`; query it with --url"
-                 : "no acceleration yet: run `tidemark refresh` first");
+      tm_accel_info info;
+      tm_accel_get_info(accels[i], &info);
+      if (d->acceleration.mode == TM_ENGINE_MEMORY)
+        tm_log(TM_LOG_WARN, d->name,
+               "a memory-mode acceleration lives only in `tidemark run`; query it with --url");
+      else if (info.status == TM_ACCEL_ERROR && info.last_error[0])
+        tm_log(TM_LOG_WARN, d->name, "not queryable: %s", info.last_error);
+      else tm_log(TM_LOG_WARN, d->name, "no acceleration yet: run `tidemark refresh` first");
     }
   }
   if (rc == TM_OK) rc = tm_sql_session_new(&session, cat, &err);

@@ -64,9 +64,10 @@ static json_t *status_local(const char *path, const char *api_key, int *code) {
     tm_error err;
     tm_error_init(&err);
     int rc = tm_accel_new(&a, d, &ao, &err);
-    const char *status = rc != TM_OK                  ? "Error"
-                         : !accelerated || tm_accel_ready(a) ? "Ready"
-                                                          : "Initializing";
+    const char *status = rc != TM_OK                                ? "Error"
+                         : !accelerated || tm_accel_ready(a)          ? "Ready"
+                         : tm_accel_get_status(a) == TM_ACCEL_ERROR ? "Error" /* damaged (D5) */
+                                                                      : "Initializing";
     json_t *o = tm_status_json(a, d, status);
     if (o && rc != TM_OK) {
       json_t *le = json_object();

@@ -480,6 +480,8 @@ int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) {
   return e->vt->size_bytes(e, out, err);
 }
 
+int tm_engine_verify(tm_engine *e, tm_error *err) { return e->vt->verify(e, err); }
+
 const char *tm_engine__scan_provider(tm_engine *e) {
   return e->vt->traits.kind == TM_ENGINE_SQLITE ? tm_engine__sqlite_provider(e) : NULL;
 }

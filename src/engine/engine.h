@@ -108,6 +108,12 @@ typedef struct tm_engine_options {
   const tm_kv *on_conflict;
   const char *time_column;         /* or NULL */
   tm_time_format time_format;      /* UNSET: derived from the column's type */
+  /*
+   * Open as a replacement of what is stored (needs a schema): the first
+   * commit swaps new tables in, the stored rows serve until then. For an
+   * acceleration found damaged while reading (SPEC D5), as for a new schema (B9).
+   */
+  bool replace;
   /* sqlite: */
   int busy_timeout_ms;             /* 0: 5000 */
 } tm_engine_options;
@@ -315,6 +321,13 @@ void tm_engine_scan_free(tm_engine_scan *sc);
 
 /** Bytes the acceleration occupies on disk (file mode) or in memory (memory mode). */
 int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Reads everything stored, to find damage (SPEC D5): TM_ECORRUPT naming the
+ * file when some of it cannot be read. Costs a full scan (duckdb engines:
+ * every column of every row, each block's checksum checked as DuckDB reads
+ * it; sqlite: PRAGMA quick_check, which checks the structure, not the values).
+ */
+int tm_engine_verify(tm_engine *e, tm_error *err) TM_WARN_UNUSED;
 
 /**
  * The SQL that reads the dataset in e's tm_db, for the view that names it
@@ -357,6 +370,7 @@ typedef struct tm_engine_vtable {
   void (*scan_free)(tm_engine_scan *sc);
   int (*size_bytes)(tm_engine *e, uint64_t *out, tm_error *err);
   int (*relation)(tm_engine *e, tm_buf *out, tm_error *err);
+  int (*verify)(tm_engine *e, tm_error *err);
 } tm_engine_vtable;
 
 

@@ -93,6 +93,16 @@ tm_accel_status tm_accel_get_status(tm_accel *a) {
   return s;
 }
 
+void tm_accel_suspect(tm_accel *a, const char *why) {
+  pthread_mutex_lock(&a->state_lock);
+  bool first = !a->suspect && a->engine;
+  if (first) a->suspect = true;
+  pthread_mutex_unlock(&a->state_lock);
+  if (first)
+    tm_log(TM_LOG_WARN, a->def->name,
+           "a query met damaged data (%s): the next refresh checks the acceleration", why);
+}
+
 bool tm_accel_ready(tm_accel *a) {
   pthread_mutex_lock(&a->state_lock);
   bool r = a->ready;
@@ -208,6 +218,12 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
       tm_log(TM_LOG_WARN, def->name, "the acceleration is damaged; the next refresh rebuilds it: %s",
              e2.message);
       a->engine = NULL;
+      a->damaged = true;
+      snprintf(a->last_error, sizeof a->last_error,
+               "the acceleration is damaged; the next refresh rebuilds it from the source: %s",
+               e2.message);
+      a->last_error_ms = tm_now_ms();
+      tm_accel__set_status_locked(a, TM_ACCEL_ERROR);
     } else if (orc == TM_ECONFLICT) {
       /* Another process owns the files (SPEC 1.2): nothing here may use them. */
       tm_error_copy(err, &e2);

@@ -167,6 +167,13 @@ void tm_accel_source_options(const tm_dataset_def *d, const char *base_dir, tm_s
 tm_engine *tm_accel_engine(tm_accel *a);
 /** Ready to serve: it has an acceleration (opened or loaded), SPEC C1. */
 bool tm_accel_ready(tm_accel *a);
+/**
+ * A read of the acceleration met damage somewhere (a query failed on a
+ * checksum; SPEC D5): the next refresh reads all of it first (a full scan,
+ * tm_engine_verify) and, if it is damaged, loads the source again into a
+ * replacement instead of appending to it. Thread-safe.
+ */
+void tm_accel_suspect(tm_accel *a, const char *why);
 tm_accel_status tm_accel_get_status(tm_accel *a);
 void tm_accel_set_status(tm_accel *a, tm_accel_status s);
 

@@ -36,6 +36,9 @@ struct tm_accel {
   int64_t mem_snapshot;
   char *mem_uuid;               /* owned */
   tm_fallback last_fallback;    /* for B6: warn when it changes */
+  bool damaged;                 /* the stored acceleration cannot be read: the next refresh
+                                   drops it and loads the source again (SPEC D5) */
+  bool suspect;                 /* a query met damage: verify before the next refresh */
   char last_error[TM_ERROR_MESSAGE_MAX];
   int64_t last_error_ms;
 };

@@ -31,6 +31,7 @@ typedef struct run {
   const tm_schema *schema;   /* the rows' schema (the source's, or refresh_sql's) */
   tm_sqlsource *sql;         /* refresh_sql over the source, or NULL */
   bool new_engine;           /* engine is not published yet: its first commit publishes it */
+  bool rebuild;              /* the stored acceleration is damaged: replace it (D5) */
   bool has_tc;               /* the plan's time column, for the mark after the refresh */
   tm_time_column tc;
   bool warn_fallback;        /* the plan's B6 verdict */
@@ -94,7 +95,7 @@ static int ensure_engine(run *r, bool *recreated) {
   const tm_dataset_def *d = a->def;
   *recreated = false;
   tm_engine *e = tm_accel_engine(a);
-  if (e && tm_schema_equal(tm_engine_schema(e), r->schema)) {
+  if (e && !r->rebuild && tm_schema_equal(tm_engine_schema(e), r->schema)) {
     r->engine = e;
     return TM_OK;
   }
@@ -109,13 +110,22 @@ static int ensure_engine(run *r, bool *recreated) {
   tm_accel_engine_options(d, a->db, &eo, &oc);
   tm_engine_kind kind = d->acceleration.engine;
   tm_engine *created = NULL;
-  if (e) {
+  if (e && r->rebuild) {
+    eo.replace = true; /* D5: a full load replaces the damaged rows at its commit */
+    *recreated = true;
+  } else if (e) {
     tm_log(TM_LOG_INFO, d->name,
            "the source's schema changed: the acceleration is rebuilt for it (the stored rows "
            "serve until the rebuild commits; the saved snapshot is discarded, SPEC B9)");
     *recreated = true;
   }
-  int rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
+  pthread_mutex_lock(&a->state_lock);
+  bool damaged = a->damaged && !e;
+  pthread_mutex_unlock(&a->state_lock);
+  /* Known damage (D5): the files go first, whatever they still hold. */
+  int rc = damaged ? tm_engine_drop(kind, &eo, r->err) : TM_OK;
+  if (rc == TM_OK) rc = tm_engine_open(&created, kind, r->schema, &eo, r->err);
+  if (damaged) *recreated = true;
   if (rc == TM_ECORRUPT && d->acceleration.mode == TM_ENGINE_FILE && !e) {
     tm_log(TM_LOG_WARN, d->name, "the stored acceleration is damaged, rebuilding it: %s",
            r->err ? r->err->message : "");
@@ -529,7 +539,55 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
   tm_log(TM_LOG_INFO, d->name, "refresh started (%s)", mode);
   run r;
   run_init(&r, a, req, out, err);
-  int rc = do_refresh(&r);
+  int rc = TM_OK;
+  pthread_mutex_lock(&a->state_lock);
+  bool suspect = a->suspect;
+  a->suspect = false;
+  tm_engine *held = suspect && a->engine ? tm_engine_retain(a->engine) : NULL;
+  pthread_mutex_unlock(&a->state_lock);
+  if (held) {
+    /* A query met damage (D5): read all of it; damaged, it is replaced below. */
+    rc = tm_engine_verify(held, err);
+    tm_engine_release(held);
+    if (rc == TM_OK)
+      tm_log(TM_LOG_INFO, d->name, "checked the acceleration after a failed query: intact");
+  }
+  if (rc == TM_OK) rc = do_refresh(&r);
+  if (rc == TM_ECORRUPT && !r.new_engine && (r.engine || held) &&
+      d->acceleration.mode == TM_ENGINE_FILE) {
+    /*
+     * The stored rows cannot be read (D5): never answer "+0 rows" over them. The source
+     * is loaded again, now, into a replacement that its commit swaps in (what is still
+     * readable serves until then). If even that fails on the damage, the acceleration
+     * leaves SQL and the next refresh drops its files and starts afresh.
+     */
+    tm_log(TM_LOG_WARN, d->name,
+           "the acceleration is damaged (%s): loading the source again to replace it",
+           err->message);
+    run_dispose(&r);
+    memset(out, 0, sizeof *out);
+    out->started_ms = tm_now_ms();
+    tm_error_init(err);
+    run_init(&r, a, req, out, err);
+    r.rebuild = true;
+    rc = do_refresh(&r);
+    if (rc == TM_ECORRUPT) {
+      pthread_mutex_lock(&a->state_lock);
+      tm_engine *old = a->engine;
+      a->engine = NULL;
+      a->ready = false;
+      a->damaged = true;
+      pthread_mutex_unlock(&a->state_lock);
+      tm_engine_release(old);
+      tm_error_prefix(err, "the acceleration is damaged and could not be replaced in place; "
+                           "the next refresh drops its files and loads the source again");
+    }
+  }
+  if (rc == TM_OK && !r.new_engine) {
+    pthread_mutex_lock(&a->state_lock);
+    a->damaged = false;
+    pthread_mutex_unlock(&a->state_lock);
+  }
   out->duration_us = (tm_monotonic_ns() - t0) / 1000;
   out->duration_ms = out->duration_us / 1000;
   if (rc == TM_OK) {

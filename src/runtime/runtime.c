@@ -94,6 +94,22 @@ void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
   tm_engine_release(old);
 }
 
+void tm_rt__note_damage(tm_runtime *rt, const char *why) {
+  for (size_t i = 0; i < rt->n_ds; i++) {
+    tm_rt_dataset *ds = &rt->ds[i];
+    pthread_mutex_lock(&rt->mu);
+    tm_accel *a = ds->loaded && ds->accelerated ? ds->accel : NULL;
+    pthread_mutex_unlock(&rt->mu);
+    if (!a || ds->def->acceleration.mode != TM_ENGINE_FILE) continue;
+    tm_accel_suspect(a, why);
+    tm_error err;
+    tm_error_init(&err);
+    int rc = tm_rt__trigger(rt, ds, false, NULL, &err);
+    if (rc != TM_OK && rc != TM_ECONFLICT)
+      tm_log(TM_LOG_WARN, ds->def->name, "cannot start the check: %s", err.message);
+  }
+}
+
 void tm_rt__check_fatal(tm_runtime *rt) {
   char why[512];
   if (tm_db_healthy(rt->db, why, sizeof why)) return;

@@ -109,6 +109,12 @@ void tm_rt__sched_stop(tm_runtime *rt);
  * copied). TM_ECONFLICT when a different one is already queued,
  * TM_EUNAVAILABLE while shutting down.
  */
+/**
+ * A query failed on damaged data (SPEC D5; DuckDB's message does not say
+ * which file): every file-mode acceleration is suspected and refreshed now,
+ * which checks it first and replaces it from the source if it is damaged.
+ */
+void tm_rt__note_damage(tm_runtime *rt, const char *why);
 int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql,
                    tm_error *err) TM_WARN_UNUSED;
 /** Delay before retry number attempt (1, 2, ...): base * 2^(attempt-1), capped. */

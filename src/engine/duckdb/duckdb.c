@@ -342,7 +342,7 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
     rc = tm_engine__options_fingerprint(&e->base, &fp, err);
     const char *opt = tm_kv_get(&meta, "options");
     const char *kind = tm_kv_get(&meta, "kind");
-    if (rc == TM_OK && (!tm_schema_equal(&stored, &e->base.schema) || !opt ||
+    if (rc == TM_OK && ((opts->replace && schema) || !tm_schema_equal(&stored, &e->base.schema) || !opt ||
                         strcmp(opt, tm_buf_cstr(&fp)) != 0 || !kind ||
                         strcmp(kind, tm_engine_kind_name(vt->traits.kind)) != 0))
       e->pending = true;
@@ -395,6 +395,28 @@ static int duck_row_count(tm_engine *base, int64_t *out, tm_error *err) {
   if (rc == TM_OK) rc = tm_db__connect(base->db, &c, err);
   if (rc == TM_OK) rc = tm_db__query_int64(c, tm_buf_cstr(&sql), out, err);
   if (rc < 0) tm_error_prefix(err, "%s", base->cfg.dataset);
+  if (c) duckdb_disconnect(&c);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+/* Every column of every row, and the state map: DuckDB checks each block's checksum. */
+static int duck_verify(tm_engine *base, tm_error *err) {
+  tm_duck_engine *e = tm_duck_of(base);
+  if (e->pending) return TM_OK;
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  duckdb_connection c = NULL;
+  int64_t n = 0;
+  int rc = tm_buf_puts(&sql, "SELECT count(DISTINCT hash(t)) FROM ", err);
+  if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_ROWS, err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, " AS t", err);
+  if (rc == TM_OK) rc = tm_db__connect(base->db, &c, err);
+  if (rc == TM_OK) rc = tm_db__query_int64(c, tm_buf_cstr(&sql), &n, err);
+  tm_kv st;
+  tm_kv_init(&st);
+  if (rc == TM_OK) rc = duck_read_state(base, &st, err);
+  tm_kv_dispose(&st);
+  if (rc < 0) tm_error_prefix(err, "%s (%s)", base->cfg.dataset, e->file ? e->file : "memory");
   if (c) duckdb_disconnect(&c);
   tm_buf_dispose(&sql);
   return rc;
@@ -888,7 +910,7 @@ static int open_arrow(tm_engine **out, const tm_schema *s, const tm_engine_optio
       TM_ENGINE_VTABLE_VERSION, traits, open_fn, drop_fn, duck_close, tm_duck__begin,    \
       tm_duck__write, tm_duck__delete_where, tm_duck__delete_before, tm_duck__commit,    \
       tm_duck__abort, duck_read_state, duck_row_count, duck_bounds, duck_scan_open,      \
-      scan_next, scan_free, duck_size_bytes, duck_relation}
+      scan_next, scan_free, duck_size_bytes, duck_relation, duck_verify}
 
 /* cayenne: file mode only, a folder of its own, the newest time per key (A8). */
 DUCK_VTABLE(k_cayenne,

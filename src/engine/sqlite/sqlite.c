@@ -479,7 +479,7 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
     len = strlen(text);
     TM_CHECK(tm_engine__schema_decode(&stored, text, len, err));
     /* Another schema: a replacement that the first commit swaps in (B9). */
-    if (schema && !same_columns(schema, &stored)) e->pending = true;
+    if (schema && (opts->replace || !same_columns(schema, &stored))) e->pending = true;
   }
   TM_CHECK(tm_engine__init_base(&e->base, &k_vtable, exists && !e->pending ? &stored : schema,
                                 opts, err));
@@ -958,6 +958,26 @@ static int sq_row_count(tm_engine *base, int64_t *out, tm_error *err) {
   return rc;
 }
 
+/* SQLite keeps no checksums of values: quick_check finds broken pages and structure. */
+static int sq_verify(tm_engine *base, tm_error *err) {
+  sq_engine *e = sq_of(base);
+  if (e->pending) return TM_OK;
+  sqlite3 *db;
+  TM_TRY(read_begin(e, &db, err));
+  sqlite3_stmt *st = NULL;
+  int rc = prepare(db, "PRAGMA quick_check", &st, e->file, err);
+  if (rc == TM_OK) {
+    int s = sqlite3_step(st);
+    const char *txt = s == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (s != SQLITE_ROW || !txt || strcmp(txt, "ok") != 0)
+      rc = tm_error_set(err, TM_ECORRUPT, "%s: damaged: %s", e->file ? e->file : "memory",
+                        txt ? txt : sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(st);
+  read_end(e, db);
+  return rc;
+}
+
 /* One aggregate of one column into a tm_value (payload copied into *owned). */
 static int agg_value(sq_engine *e, sqlite3 *db, const char *fn, size_t col, tm_value *out,
                      char **owned, bool *found, tm_error *err) {
@@ -1426,6 +1446,7 @@ static const tm_engine_vtable k_vtable = {
     sq_scan_free,
     sq_size_bytes,
     sq_relation,
+    sq_verify,
 };
 
 const tm_engine_vtable *tm_engine__sqlite_vtable(void) { return &k_vtable; }

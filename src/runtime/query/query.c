@@ -342,6 +342,7 @@ static void run_job(tm_qpool_job *base) {
   }
   j->live = NULL;
   bool failed = j->rc != TM_OK || j->failed;
+  bool damaged = rc == TM_ECORRUPT;
   pthread_mutex_unlock(&j->mu);
   if (j->out_open) tm_out_dispose(&j->out);
   j->out_open = false;
@@ -349,6 +350,7 @@ static void run_job(tm_qpool_job *base) {
   j->st = NULL;
   tm_rt__session_put(rt, j->session);
   j->session = NULL;
+  if (damaged) tm_rt__note_damage(rt, j->err.message);
   if (!skip) {
     tm_metric_add(rt->m_query_exec, NULL, 1);
     if (failed) tm_metric_add(rt->m_query_fail, NULL, 1);
