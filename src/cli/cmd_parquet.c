@@ -20,7 +20,8 @@ static const tm_cli_opt k_opts[] = {
     {"columns", 0, "a,b", "cat: only these columns"},
     {"format", 0, "csv|json|table", "cat, schema: output format (cat: csv, schema: table)"},
     {"limit", 0, "N", "cat: at most N rows"},
-    {"verify-crc", 0, NULL, "check page CRCs where the file has them"},
+    {"verify-crc", 0, NULL, "check page CRCs where the file has them (tidemark's files: always)"},
+    {"skip-crc", 0, NULL, "check no page CRC, not even in files tidemark wrote"},
     {"int96", 0, "ns|us|ms", "unit of INT96 timestamps (default ns: years 1677..2262)"},
     {0}};
 
@@ -309,6 +310,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_error_init(&err);
   tm_parquet_open_options oo = TM_PARQUET_OPEN_OPTIONS_INIT;
   oo.verify_crc = tm_cli_flag(cmd, args, "verify-crc");
+  oo.skip_crc = tm_cli_flag(cmd, args, "skip-crc");
   const char *int96 = tm_cli_get(cmd, args, "int96");
   if (int96) {
     if (strcmp(int96, "ns") == 0) oo.int96_unit = TM_UNIT_NANO;
@@ -331,7 +333,7 @@ const tm_cli_cmd tm_cli_cmd_parquet = {
     "parquet",
     "inspect Parquet files: schema, metadata, rows",
     "tidemark parquet <schema|meta|cat> FILE [--columns a,b] [--format csv|json|table] "
-    "[--limit N] [--verify-crc] [--int96 ns|us|ms]",
+    "[--limit N] [--verify-crc | --skip-crc] [--int96 ns|us|ms]",
     "Inspects a Parquet file: `schema` prints its columns, `meta` its row groups, column\n"
     "chunks, encodings, codecs and statistics, `cat` its rows (CSV by default).",
     k_opts,

@@ -553,8 +553,16 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
       tm_log(TM_LOG_INFO, d->name, "checked the acceleration after a failed query: intact");
   }
   if (rc == TM_OK) rc = do_refresh(&r);
-  if (rc == TM_ECORRUPT && !r.new_engine && (r.engine || held) &&
+  /* TM_ECORRUPT also names malformed source input: the acceleration is damaged only if
+   * the check after a suspect query said so, or reading all of it now fails. */
+  bool damaged = rc == TM_ECORRUPT && held;
+  if (rc == TM_ECORRUPT && !held && !r.new_engine && r.engine &&
       d->acceleration.mode == TM_ENGINE_FILE) {
+    tm_error verr;
+    tm_error_init(&verr);
+    damaged = tm_engine_verify(r.engine, &verr) == TM_ECORRUPT;
+  }
+  if (damaged && d->acceleration.mode == TM_ENGINE_FILE) {
     /*
      * The stored rows cannot be read (D5): never answer "+0 rows" over them. The source
      * is loaded again, now, into a replacement that its commit swaps in (what is still

@@ -162,6 +162,11 @@ int tm_parquet_open(tm_parquet_file **out, tm_input *in, const tm_parquet_open_o
       }
   }
   f->pad_chunks = f->meta.has_created_by && old_parquet_mr(f->meta.created_by);
+  /* Pages tidemark wrote carry CRCs: checked unless skipped; other writers' when asked. */
+  static const char k_ours[] = "tidemark ";
+  bool ours = f->meta.has_created_by && f->meta.created_by.len >= sizeof k_ours - 1 &&
+              memcmp(f->meta.created_by.ptr, k_ours, sizeof k_ours - 1) == 0;
+  f->verify_crc = !f->opts.skip_crc && (f->opts.verify_crc || ours);
   *out = f;
   return TM_OK;
 done:

@@ -71,7 +71,7 @@ typedef struct tm_parquet_file tm_parquet_file;
 
 typedef struct tm_parquet_open_options {
   int version;       /* TM_PARQUET_OPTIONS_VERSION */
-  bool verify_crc;   /* check page CRCs where present (default false) */
+  bool verify_crc;   /* check page CRCs where present (default: only in files tidemark wrote) */
   size_t max_footer; /* 0: 256 MiB */
   /*
    * Unit of INT96 timestamps: TM_UNIT_NANO (default; 0 means the default
@@ -80,10 +80,11 @@ typedef struct tm_parquet_open_options {
    * naming the column ("9999-12-31" end-of-time markers need MICRO).
    */
   tm_time_unit int96_unit;
+  bool skip_crc;     /* check no page CRC, not even in files tidemark wrote */
 } tm_parquet_open_options;
 
 #define TM_PARQUET_OPTIONS_VERSION 1
-#define TM_PARQUET_OPEN_OPTIONS_INIT {TM_PARQUET_OPTIONS_VERSION, false, 0, TM_UNIT_NANO}
+#define TM_PARQUET_OPEN_OPTIONS_INIT {TM_PARQUET_OPTIONS_VERSION, false, 0, TM_UNIT_NANO, false}
 
 /**
  * Reads and checks the footer of the Parquet file behind `in`. Takes

@@ -274,6 +274,7 @@ struct tm_parquet_file {
   tm_parquet_field *fields; /* owned, n_fields (names and reasons owned) */
   size_t n_fields;
   bool pad_chunks;       /* old parquet-mr: chunk sizes omit the dictionary header */
+  bool verify_crc;       /* page CRCs are checked (opts, and files tidemark wrote) */
   tm_parquet_open_options opts;
   tm_time_unit int96_unit; /* unit INT96 columns are read in */
 };

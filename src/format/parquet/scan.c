@@ -208,7 +208,7 @@ static int open_column(tm_parquet_scan *s, size_t rg, size_t k, const tm_io_rang
   d.max_def = leaf->max_def;
   d.codec = m->codec;
   d.num_values = m->num_values;
-  d.verify_crc = f->opts.verify_crc;
+  d.verify_crc = f->verify_crc;
   d.chunk_borrowed = true;
   /* A decoder from the previous row group keeps its buffers and codec state. */
   if (s->readers[k]) return tm_parquet__column_reset(s->readers[k], &d, chunk, (size_t)len, err);

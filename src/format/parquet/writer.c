@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "format/parquet/parquet_int.h"
 #include "util/alloc.h"
@@ -490,6 +491,9 @@ static int flush_page(tm_parquet_writer *w, int type, int32_t num_values, int en
   tm_thrift_write_field_i32(&t, 1, type);
   tm_thrift_write_field_i32(&t, 2, (int32_t)w->page.len);
   tm_thrift_write_field_i32(&t, 3, (int32_t)body->len);
+  /* The page's CRC-32 over its bytes as written (issue 22): readers find a bit flip. */
+  tm_thrift_write_field_i32(&t, 4, (int32_t)(uint32_t)crc32(0L, (const Bytef *)body->ptr,
+                                                             (uInt)body->len));
   if (type == TM_PQ_PAGE_DATA) {
     tm_thrift_write_field_struct(&t, 5);
     tm_thrift_write_field_i32(&t, 1, num_values);

@@ -480,3 +480,53 @@ TM_TEST(writer_allocation_failures) {
   tm_batch_release(&b);
   tm_schema_dispose(&s);
 }
+
+/* Reads every row of the file in bytes; the first error's code. */
+static int read_all(const char *bytes, size_t len, const tm_parquet_open_options *oo, tm_error *err) {
+  tm_input *in;
+  TM_ASSERT_OK(tm_input_open_memory(&in, "flipped.parquet", bytes, len, false, err), err);
+  tm_parquet_file *f;
+  int rc = tm_parquet_open(&f, in, oo, err);
+  if (rc != TM_OK) return rc;
+  tm_parquet_scan *sc;
+  rc = tm_parquet_scan_new(&sc, f, NULL, err);
+  tm_batch rb;
+  tm_batch_init(&rb);
+  while (rc == TM_OK && (rc = tm_parquet_scan_next(sc, &rb, err)) == TM_OK) tm_batch_release(&rb);
+  if (rc == TM_ITEROVER) rc = TM_OK;
+  if (sc) tm_parquet_scan_free(sc);
+  tm_parquet_close(f);
+  return rc;
+}
+
+/* Issue 22: pages tidemark writes carry a CRC-32, checked by default in files tidemark wrote
+ * (skip_crc turns it off); a flipped byte in a page's values is an error, not a wrong value. */
+TM_TEST(writer_pages_carry_crcs_checked_on_read) {
+  tm_schema s;
+  make_schema(&s);
+  tm_batch b;
+  make_batch(&s, 3000, &b);
+  tm_error err;
+  tm_parquet_writer_options o = TM_PARQUET_WRITER_OPTIONS_INIT;
+  o.codec = TM_PARQUET_UNCOMPRESSED; /* a flipped byte then changes a value, not the framing */
+  tm_buf out = TM_BUF_INIT(TM_BUF_UNLIMITED);
+  tm_parquet_writer *w;
+  TM_ASSERT_OK(tm_parquet_writer_new(&w, &s, &o, tm_parquet_sink_buf, &out, &err), &err);
+  TM_ASSERT_OK(tm_parquet_writer_write(w, &b, &err), &err);
+  TM_ASSERT_OK(tm_parquet_writer_close(w, &err), &err);
+  TM_ASSERT_OK(read_all(out.ptr, out.len, NULL, &err), &err);
+  /* The last byte of the first column's first page: "PAR1", then a page header of a few
+   * dozen bytes, then the values; 200 bytes in is inside the first page's values. */
+  out.ptr[200] ^= 0x10;
+  TM_ASSERT_RC(read_all(out.ptr, out.len, NULL, &err), TM_ECORRUPT);
+  TM_ASSERT_CONTAINS(err.message, "page CRC mismatch");
+  TM_ASSERT_CONTAINS(err.message, "flipped.parquet");
+  tm_parquet_open_options skip = TM_PARQUET_OPEN_OPTIONS_INIT;
+  skip.skip_crc = true;
+  int rc = read_all(out.ptr, out.len, &skip, &err);
+  TM_ASSERT_MSG(rc == TM_OK || !strstr(err.message, "CRC"), "skip_crc still checked: %s",
+                err.message);
+  tm_buf_dispose(&out);
+  tm_batch_release(&b);
+  tm_schema_dispose(&s);
+}
