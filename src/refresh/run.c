@@ -521,6 +521,74 @@ static int lock_refresh(tm_accel *a, tm_error *err) {
   return TM_OK;
 }
 
+static void clear_damage(tm_accel *a) {
+  pthread_mutex_lock(&a->state_lock);
+  a->damaged = false;
+  pthread_mutex_unlock(&a->state_lock);
+}
+
+/*
+ * Verifies the acceleration when a query met damage (tm_accel_suspect), then
+ * refreshes. When the stored acceleration turns out damaged (SPEC D5), loads
+ * the source again into a replacement that its commit swaps in (what is still
+ * readable serves until then), so that append never reports "+0 rows" over
+ * rows it cannot read; if even that fails on the damage, the acceleration
+ * leaves SQL and the next refresh drops its files and starts afresh. r is
+ * initialised here; the caller disposes it.
+ */
+static int refresh_healing(run *r, tm_accel *a, const tm_refresh_request *req,
+                           tm_refresh_result *out, tm_error *err) {
+  const tm_dataset_def *d = a->def;
+  run_init(r, a, req, out, err);
+  int rc = TM_OK;
+  pthread_mutex_lock(&a->state_lock);
+  tm_engine *held = a->suspect && a->engine ? tm_engine_retain(a->engine) : NULL;
+  a->suspect = false;
+  pthread_mutex_unlock(&a->state_lock);
+  bool checked = held != NULL;
+  if (held) {
+    rc = tm_engine_verify(held, err);
+    tm_engine_release(held);
+    if (rc == TM_OK)
+      tm_log(TM_LOG_INFO, d->name, "checked the acceleration after a failed query: intact");
+  }
+  if (rc == TM_OK) rc = do_refresh(r);
+  if (rc == TM_OK && !r->new_engine) clear_damage(a); /* a rebuild after open committed */
+  if (rc != TM_ECORRUPT || d->acceleration.mode != TM_ENGINE_FILE) return rc;
+  /* TM_ECORRUPT also names malformed source input: the acceleration is damaged only if
+   * the check said so, or reading all of it now fails. */
+  bool damaged = checked;
+  if (!checked && !r->new_engine && r->engine) {
+    tm_error verr;
+    tm_error_init(&verr);
+    damaged = tm_engine_verify(r->engine, &verr) == TM_ECORRUPT;
+  }
+  if (!damaged) return rc;
+  tm_log(TM_LOG_WARN, d->name, "the acceleration is damaged (%s): loading the source again to "
+         "replace it", err->message);
+  run_dispose(r);
+  memset(out, 0, sizeof *out);
+  out->started_ms = tm_now_ms();
+  tm_error_init(err);
+  run_init(r, a, req, out, err);
+  r->rebuild = true;
+  rc = do_refresh(r);
+  if (rc == TM_OK) {
+    clear_damage(a);
+  } else if (rc == TM_ECORRUPT) {
+    pthread_mutex_lock(&a->state_lock);
+    tm_engine *old = a->engine;
+    a->engine = NULL;
+    a->ready = false;
+    a->damaged = true;
+    pthread_mutex_unlock(&a->state_lock);
+    tm_engine_release(old);
+    tm_error_prefix(err, "the acceleration is damaged and could not be replaced in place; "
+                         "the next refresh drops its files and loads the source again");
+  }
+  return rc;
+}
+
 int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_result *out,
                      tm_error *err) {
   const tm_dataset_def *d = a->def;
@@ -538,64 +606,7 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
   int64_t t0 = tm_monotonic_ns();
   tm_log(TM_LOG_INFO, d->name, "refresh started (%s)", mode);
   run r;
-  run_init(&r, a, req, out, err);
-  int rc = TM_OK;
-  pthread_mutex_lock(&a->state_lock);
-  bool suspect = a->suspect;
-  a->suspect = false;
-  tm_engine *held = suspect && a->engine ? tm_engine_retain(a->engine) : NULL;
-  pthread_mutex_unlock(&a->state_lock);
-  if (held) {
-    /* A query met damage (D5): read all of it; damaged, it is replaced below. */
-    rc = tm_engine_verify(held, err);
-    tm_engine_release(held);
-    if (rc == TM_OK)
-      tm_log(TM_LOG_INFO, d->name, "checked the acceleration after a failed query: intact");
-  }
-  if (rc == TM_OK) rc = do_refresh(&r);
-  /* TM_ECORRUPT also names malformed source input: the acceleration is damaged only if
-   * the check after a suspect query said so, or reading all of it now fails. */
-  bool damaged = rc == TM_ECORRUPT && held;
-  if (rc == TM_ECORRUPT && !held && !r.new_engine && r.engine &&
-      d->acceleration.mode == TM_ENGINE_FILE) {
-    tm_error verr;
-    tm_error_init(&verr);
-    damaged = tm_engine_verify(r.engine, &verr) == TM_ECORRUPT;
-  }
-  if (damaged && d->acceleration.mode == TM_ENGINE_FILE) {
-    /*
-     * The stored rows cannot be read (D5): never answer "+0 rows" over them. The source
-     * is loaded again, now, into a replacement that its commit swaps in (what is still
-     * readable serves until then). If even that fails on the damage, the acceleration
-     * leaves SQL and the next refresh drops its files and starts afresh.
-     */
-    tm_log(TM_LOG_WARN, d->name,
-           "the acceleration is damaged (%s): loading the source again to replace it",
-           err->message);
-    run_dispose(&r);
-    memset(out, 0, sizeof *out);
-    out->started_ms = tm_now_ms();
-    tm_error_init(err);
-    run_init(&r, a, req, out, err);
-    r.rebuild = true;
-    rc = do_refresh(&r);
-    if (rc == TM_ECORRUPT) {
-      pthread_mutex_lock(&a->state_lock);
-      tm_engine *old = a->engine;
-      a->engine = NULL;
-      a->ready = false;
-      a->damaged = true;
-      pthread_mutex_unlock(&a->state_lock);
-      tm_engine_release(old);
-      tm_error_prefix(err, "the acceleration is damaged and could not be replaced in place; "
-                           "the next refresh drops its files and loads the source again");
-    }
-  }
-  if (rc == TM_OK && !r.new_engine) {
-    pthread_mutex_lock(&a->state_lock);
-    a->damaged = false;
-    pthread_mutex_unlock(&a->state_lock);
-  }
+  int rc = refresh_healing(&r, a, req, out, err);
   out->duration_us = (tm_monotonic_ns() - t0) / 1000;
   out->duration_ms = out->duration_us / 1000;
   if (rc == TM_OK) {
