@@ -21,6 +21,7 @@
 #include "runtime/runtime_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/sync.h"
 
 void tm_runtime_options_init(tm_runtime_options *o) {
   memset(o, 0, sizeof *o);
@@ -256,11 +257,7 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   else tm_runtime_options_init(&rt->opts);
   pthread_mutex_init(&rt->mu, NULL);
   pthread_mutex_init(&rt->pool_mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&rt->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tm_cond_init_monotonic(&rt->cv);
   int rc = TM_OK;
   bool oom = false;
   rt->http_addr = dup_or_null(rt->opts.http_addr ? rt->opts.http_addr : TM_RUNTIME_DEFAULT_HTTP, &oom);

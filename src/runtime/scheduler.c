@@ -37,6 +37,7 @@
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/sync.h"
 
 typedef enum job_kind { JOB_NONE = 0, JOB_LOAD, JOB_TRIGGER, JOB_REFRESH, JOB_RETENTION } job_kind;
 
@@ -270,17 +271,8 @@ static void *worker_main(void *arg) {
       if (earliest == TM_RT_NEVER) {
         pthread_cond_wait(&rt->cv, &rt->mu);
       } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t wait_ms = earliest - now;
-        ts.tv_sec += (time_t)(wait_ms / 1000);
-        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-          ts.tv_sec++;
-          ts.tv_nsec -= 1000000000L;
-        }
-        int w = pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
-        (void)w; /* ETIMEDOUT or a wake-up: look again either way */
+        /* ETIMEDOUT or a wake-up: look again either way */
+        tm_cond_wait_ns(&rt->cv, &rt->mu, (earliest - now) * (int64_t)1000000);
       }
       continue;
     }

@@ -21,6 +21,7 @@
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/sync.h"
 
 typedef struct attachment {
   char *alias;                  /* owned: catalog name */
@@ -407,16 +408,7 @@ static void *watch_main(void *arg) {
     if (next == INT64_MAX) {
       pthread_cond_wait(&db->watch_cv, &db->watch_mu);
     } else {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      int64_t wait = next - now;
-      ts.tv_sec += (time_t)(wait / 1000000000);
-      ts.tv_nsec += (long)(wait % 1000000000);
-      if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-      }
-      pthread_cond_timedwait(&db->watch_cv, &db->watch_mu, &ts);
+      tm_cond_wait_ns(&db->watch_cv, &db->watch_mu, next - now);
     }
   }
   pthread_mutex_unlock(&db->watch_mu);
@@ -536,11 +528,7 @@ int tm_db_open(tm_db **out, const tm_db_options *o, tm_error *err) {
   db->refs = 1;
   pthread_mutex_init(&db->admin_mu, NULL);
   pthread_mutex_init(&db->watch_mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&db->watch_cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tm_cond_init_monotonic(&db->watch_cv);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   db->lock_wait_ms = o->lock_wait_ms > 0 ? o->lock_wait_ms : o->lock_wait_ms < 0 ? 0 : TM_DB_DEFAULT_LOCK_WAIT_MS;
   db->threads = o->threads > 0 ? o->threads : (cores > 0 ? (int)cores : 1);

@@ -12,6 +12,7 @@
 #include "util/log.h"
 #include "util/str.h"
 #include "util/time.h"
+#include "util/sync.h"
 
 #define TICK_MS 100
 #define EVICT_AFTER_NS ((int64_t)1000000000) /* a connection cut for room has waited this long */
@@ -49,14 +50,7 @@ static void *reaper(void *arg) {
   pthread_mutex_lock(&g->mu);
   int64_t last_log = tm_monotonic_ns();
   while (!g->stop) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += TICK_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+    tm_cond_wait_ns(&g->cv, &g->mu, TICK_MS * (int64_t)1000000);
     int64_t now = tm_monotonic_ns();
     for (gconn *c = g->head; c; c = c->next)
       if (c->waiting && !c->cut && now - c->since_ns > g->timeout_ns) cut(g, c);
@@ -86,11 +80,7 @@ int tm_http_guard_new(tm_http_guard **out, const char *name, unsigned soft_cap,
   g->soft_cap = soft_cap ? soft_cap : 1;
   g->timeout_ns = request_timeout_ms * 1000000;
   pthread_mutex_init(&g->mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tm_cond_init_monotonic(&g->cv);
   if (pthread_create(&g->thread, NULL, reaper, g) != 0) {
     tm_http_guard_free(g);
     return tm_error_set(err, TM_ERROR, "%s: cannot start the connection guard", name);

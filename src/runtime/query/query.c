@@ -30,6 +30,7 @@
 #include "util/log.h"
 #include "util/str.h"
 #include "util/time.h"
+#include "util/sync.h"
 
 #define FIRST_CHUNK ((size_t)256 << 10) /* answered with a length when the result fits */
 #define STREAM_CHUNK ((size_t)64 << 10)
@@ -365,12 +366,7 @@ static bool wait_job(sql_job *j, bool (*pred)(const sql_job *)) {
   while (!pred(j)) {
     int64_t left = until - tm_monotonic_ns();
     if (left <= 0) return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = (int64_t)ts.tv_nsec + (left < 100000000 ? left : 100000000);
-    ts.tv_sec += (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    tm_cond_wait_ns(&j->cv, &j->mu, left < 100000000 ? left : 100000000);
   }
   return true;
 }
@@ -462,11 +458,7 @@ void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep) {
   j->deadline_ns = j->t0_ns + rt->opts.query_timeout_ms * 1000000;
   j->refs = 2;
   pthread_mutex_init(&j->mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&j->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tm_cond_init_monotonic(&j->cv);
   tm_buf_init(&j->pending, TM_BUF_UNLIMITED);
   tm_buf_init(&j->ready, TM_BUF_UNLIMITED);
   tm_buf_init(&j->cells, CELLS_LIMIT);
