@@ -80,6 +80,14 @@ int64_t tm_db_memory_limit(const tm_db *db);
  */
 bool tm_db_healthy(tm_db *db, char *why, size_t cap);
 
+/**
+ * Whether an error message says that an acceleration's own storage is
+ * damaged (DuckDB: a block whose checksum does not match, a file that is not
+ * a database; SQLite: a malformed database image), as opposed to malformed
+ * input from a source, which is TM_ECORRUPT too (SPEC D5).
+ */
+bool tm_db_message_is_storage_damage(const char *msg);
+
 /** DuckDB's version string ("v1.4.4"). */
 const char *tm_db_version(void);
 

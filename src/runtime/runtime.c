@@ -96,6 +96,9 @@ void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
 }
 
 void tm_rt__note_damage(tm_runtime *rt, const char *why) {
+  /* A malformed source file (a federated query) is TM_ECORRUPT too: it must not make a
+   * client able to start a full check of every acceleration with each failing query. */
+  if (!tm_db_message_is_storage_damage(why)) return;
   for (size_t i = 0; i < rt->n_ds; i++) {
     tm_rt_dataset *ds = &rt->ds[i];
     pthread_mutex_lock(&rt->mu);

@@ -110,9 +110,11 @@ void tm_rt__sched_stop(tm_runtime *rt);
  * TM_EUNAVAILABLE while shutting down.
  */
 /**
- * A query failed on damaged data (SPEC D5; DuckDB's message does not say
- * which file): every file-mode acceleration is suspected and refreshed now,
- * which checks it first and replaces it from the source if it is damaged.
+ * A query failed with TM_ECORRUPT (SPEC D5). If the message says that an
+ * acceleration's storage is damaged (tm_db_message_is_storage_damage; DuckDB's
+ * message does not say which file), every file-mode acceleration is suspected
+ * and refreshed now, which checks it first and replaces it from the source if
+ * it is damaged; other TM_ECORRUPT errors (a malformed source file) are not.
  */
 void tm_rt__note_damage(tm_runtime *rt, const char *why);
 int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql,

@@ -121,6 +121,12 @@ static void one_line(char *s) {
   if (line) *line = '\0';
 }
 
+bool tm_db_message_is_storage_damage(const char *msg) {
+  return msg && (strstr(msg, "Corrupt database file") || strstr(msg, "not a valid DuckDB database") ||
+                 strstr(msg, "database disk image is malformed") ||
+                 strstr(msg, "file is not a database"));
+}
+
 int tm_db__result_error(tm_error *err, duckdb_result *r, const char *what) {
   const char *msg = duckdb_result_error(r);
   int code = tm_db__code(duckdb_result_error_type(r));

@@ -1067,3 +1067,13 @@ TM_TEST(engine_foreign_file_is_refused) {
   int rc = tm_engine_open(&e, TM_ENGINE_DUCKDB, NULL, &o, &err);
   TM_ASSERT_MSG(rc == TM_ECORRUPT || rc == TM_EIO, "open returned %d: %s", rc, err.message);
 }
+
+/* SPEC D5: only the messages of damaged storage count as damage, not a malformed source. */
+TM_TEST(engine_d5_storage_damage_messages) {
+  TM_ASSERT(tm_db_message_is_storage_damage(
+      "IO Error: Corrupt database file: computed checksum 1 does not match stored checksum 2"));
+  TM_ASSERT(tm_db_message_is_storage_damage("/x/data.sqlite: database disk image is malformed"));
+  TM_ASSERT(!tm_db_message_is_storage_damage("a.parquet: column id: page CRC mismatch"));
+  TM_ASSERT(!tm_db_message_is_storage_damage("b.jsonl: line 2: unexpected token"));
+  TM_ASSERT(!tm_db_message_is_storage_damage(NULL));
+}
