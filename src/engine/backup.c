@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine/engine_int.h"
+#include "engine/sqlite/sqlite_int.h"
 #include "io/io.h"
 #include "util/alloc.h"
 
@@ -53,8 +54,11 @@ static int sqlite_err(tm_error *err, sqlite3 *db, const char *what, const char *
 /* Opens an existing database without creating it; read-only in spirit. */
 static int open_existing(sqlite3 **out, const char *path, tm_error *err) {
   tm_engine__sqlite_setup();
+  if (tm_sqlite_cksum_register() != SQLITE_OK)
+    return tm_error_set(err, TM_EIO, "%s: cannot set up SQLite's checksum VFS", path);
   sqlite3 *db = NULL;
-  int src = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+  int src = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                            TM_SQLITE_CKSUM_VFS);
   if (src != SQLITE_OK) {
     int rc = src == SQLITE_CANTOPEN ? tm_error_set(err, TM_ENOTFOUND, "%s: no database", path)
                                     : sqlite_err(err, db, "cannot open", path);
@@ -112,7 +116,7 @@ static int sqlite_backup(tm_engine *e, const char *dest, tm_error *err) {
   int rc = open_existing(&src, src_path, err);
   if (rc == TM_OK) {
     int s = sqlite3_open_v2(tmp, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                           SQLITE_OPEN_NOMUTEX, NULL);
+                                           SQLITE_OPEN_NOMUTEX, TM_SQLITE_CKSUM_VFS);
     if (s != SQLITE_OK) rc = sqlite_err(err, dst, "cannot create", tmp);
   }
   if (rc == TM_OK) {

@@ -124,7 +124,7 @@ static void one_line(char *s) {
 bool tm_db_message_is_storage_damage(const char *msg) {
   return msg && (strstr(msg, "Corrupt database file") || strstr(msg, "not a valid DuckDB database") ||
                  strstr(msg, "database disk image is malformed") ||
-                 strstr(msg, "file is not a database"));
+                 strstr(msg, "file is not a database") || strstr(msg, "failed its checksum"));
 }
 
 int tm_db__result_error(tm_error *err, duckdb_result *r, const char *what) {

@@ -88,6 +88,7 @@ typedef struct sq_scan {
 static sq_engine *sq_of(tm_engine *e) { return (sq_engine *)e; }
 static const tm_engine_vtable k_vtable;
 static int register_provider(sq_engine *e, tm_error *err);
+static int reserve_bytes(sqlite3 *db);
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -109,6 +110,10 @@ static int last_errno(sqlite3 *db) {
 
 static int sql_error(tm_error *err, sqlite3 *db, const char *what, const char *name) {
   int code = sqlite3_errcode(db);
+  /* cksum.c: a page of the file failed its checksum, or the file is cut short. */
+  if (sqlite3_extended_errcode(db) == SQLITE_IOERR_DATA)
+    return tm_error_set(err, TM_ECORRUPT, "%s: %s: page %u failed its checksum (the file is damaged)",
+                        name, what, (unsigned)tm_sqlite_cksum_last_bad_page());
   int tc = code == SQLITE_NOMEM ? TM_ENOMEM
            : (code == SQLITE_BUSY || code == SQLITE_LOCKED) ? TM_ECONFLICT
            : (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) ? TM_ECORRUPT
@@ -161,7 +166,9 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, const char 
 static int open_conn(sq_engine *e, bool create, sqlite3 **out, tm_error *err) {
   sqlite3 *db = NULL;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  int src = sqlite3_open_v2(e->file, &db, flags, NULL);
+  if (tm_sqlite_cksum_register() != SQLITE_OK)
+    return tm_error_set(err, TM_EIO, "%s: cannot set up SQLite's checksum VFS", e->file);
+  int src = sqlite3_open_v2(e->file, &db, flags, TM_SQLITE_CKSUM_VFS);
   if (src != SQLITE_OK) {
     int rc = !db ? tm_error_nomem(err)
              : src == SQLITE_CANTOPEN && !create
@@ -283,25 +290,22 @@ static int meta_set(sqlite3 *db, const char *key, const char *value, const char 
   return rc;
 }
 
-static bool table_exists(sqlite3 *db, const char *table) {
+/*
+ * Whether the database has the table `table` (NULL: any table). An error
+ * reading the schema (a damaged file) is an error, not an answer.
+ */
+static int has_table(sqlite3 *db, const char *table, bool *yes, const char *name, tm_error *err) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_schema WHERE type='table' AND name=?1",
-                         -1, &st, NULL) != SQLITE_OK)
-    return false;
-  sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-  bool yes = sqlite3_step(st) == SQLITE_ROW;
+  TM_TRY(prepare(db,
+                 table ? "SELECT 1 FROM main.sqlite_schema WHERE type='table' AND name=?1"
+                       : "SELECT 1 FROM main.sqlite_schema WHERE type='table' LIMIT 1",
+                 &st, name, err));
+  if (table) sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+  int s = sqlite3_step(st);
+  int rc = s == SQLITE_ROW || s == SQLITE_DONE ? TM_OK : sql_error(err, db, "cannot read the schema", name);
+  *yes = s == SQLITE_ROW;
   sqlite3_finalize(st);
-  return yes;
-}
-
-static bool any_table(sqlite3 *db) {
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_schema WHERE type='table' LIMIT 1", -1, &st,
-                         NULL) != SQLITE_OK)
-    return true; /* cannot tell: as if it had */
-  bool yes = sqlite3_step(st) == SQLITE_ROW;
-  sqlite3_finalize(st);
-  return yes;
+  return rc;
 }
 
 /* Names and types equal (nullability may change between source versions). */
@@ -331,6 +335,8 @@ static int create_tables(sq_engine *e, tm_error *err) {
   TM_CHECK(meta_set(e->db, "options", tm_buf_cstr(&text), e->file, err));
   TM_CHECK(meta_set(e->db, "row_count", "0", e->file, err));
   TM_CHECK(meta_set(e->db, "format", "1", e->file, err));
+  TM_CHECK(meta_set(e->db, "page_checksums", reserve_bytes(e->db) == TM_SQLITE_CKSUM_RESERVE ? "1" : "0",
+                    e->file, err));
   TM_CHECK(create_time_index(e, err));
   TM_CHECK(exec(e->db, "COMMIT", e->file, err));
 done:
@@ -351,6 +357,31 @@ static int check_options(sq_engine *e, tm_error *err) {
                       stored, tm_buf_cstr(&want));
   tm_free(stored);
   tm_buf_dispose(&want);
+  return rc;
+}
+
+/* The reserved bytes per page of the main database (cksum.c keeps its checksums there). */
+static int reserve_bytes(sqlite3 *db) {
+  int n = -1;
+  return sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &n) == SQLITE_OK ? n : -1;
+}
+
+/*
+ * A database created with page checksums must still have them: a damaged
+ * header byte would otherwise turn the checks off. Databases from before
+ * page checksums have no such meta and are read without checks.
+ */
+static int check_page_checksums(sq_engine *e, tm_error *err) {
+  sqlite3_stmt *st;
+  TM_TRY(prepare(e->db, "SELECT value FROM main._tm_meta WHERE key = 'page_checksums'", &st,
+                 e->file, err));
+  int s = sqlite3_step(st);
+  bool want = s == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+  int rc = s == SQLITE_ROW || s == SQLITE_DONE ? TM_OK : sql_error(err, e->db, "cannot read metadata", e->file);
+  sqlite3_finalize(st);
+  if (rc == TM_OK && want && reserve_bytes(e->db) != TM_SQLITE_CKSUM_RESERVE)
+    rc = TM_CORRUPT(err, "%s: the database header lost its page checksums (the file is damaged)",
+                    e->file);
   return rc;
 }
 
@@ -460,12 +491,14 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   /* Connect first (with a provisional config) to learn whether a table exists. */
   e->base.cfg.busy_timeout_ms = opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : 5000;
   TM_CHECK(open_conn(e, schema != NULL, &e->db, err));
-  bool exists = table_exists(e->db, "_tm_meta");
+  bool exists, others = false;
+  TM_CHECK(has_table(e->db, "_tm_meta", &exists, e->file, err));
   if (!exists && !schema) {
     rc = tm_error_set(err, TM_ENOTFOUND, "%s: no acceleration stored", e->file);
     goto done;
   }
-  if (!exists && any_table(e->db)) {
+  if (!exists) TM_CHECK(has_table(e->db, NULL, &others, e->file, err));
+  if (!exists && others) {
     /* Someone's database, not an acceleration: never ours to fill or drop. */
     rc = tm_error_set(err, TM_EINVALID,
                       "%s: a SQLite database with tables that is not a tidemark acceleration: "
@@ -490,6 +523,14 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
     rc = tm_error_nomem(err);
     goto done;
   }
+  if (!exists) {
+    /* Before the first page is written: room for each page's checksum (cksum.c). */
+    int n = TM_SQLITE_CKSUM_RESERVE;
+    if (sqlite3_file_control(e->db, "main", SQLITE_FCNTL_RESERVE_BYTES, &n) != SQLITE_OK) {
+      rc = sql_error(err, e->db, "cannot reserve room for page checksums", e->file);
+      goto done;
+    }
+  }
   TM_CHECK(exec(e->db, "PRAGMA journal_mode=WAL", e->file, err));
   TM_CHECK(exec(e->db, e->scratch ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL",
                 e->file, err));
@@ -498,6 +539,7 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   TM_CHECK(exec(e->db, "PRAGMA cache_size=-131072", e->file, err));
   /* After a checkpoint the WAL shrinks back instead of keeping a full refresh's size. */
   TM_CHECK(exec(e->db, "PRAGMA journal_size_limit=67108864", e->file, err));
+  if (exists) TM_CHECK(check_page_checksums(e, err));
   if (exists && !e->pending) {
     rc = check_options(e, err);
     if (rc == TM_ECONFLICT) {
@@ -879,6 +921,12 @@ static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
     goto done;
   }
   e->pending = false;
+  /*
+   * Move the commit into the database file now, where its pages get their
+   * checksums (cksum.c); PASSIVE never waits for readers. Failing is harmless:
+   * the WAL keeps the pages and the next checkpoint moves them.
+   */
+  if (!e->scratch) sqlite3_exec(e->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
   info->rows_written = t->inserted + t->updated;
   info->rows_deleted = t->deleted;
   memcpy(info->rows_superseded, t->sup, sizeof t->sup);
@@ -958,7 +1006,10 @@ static int sq_row_count(tm_engine *base, int64_t *out, tm_error *err) {
   return rc;
 }
 
-/* SQLite keeps no checksums of values: quick_check finds broken pages and structure. */
+/*
+ * quick_check reads every page of every table and index: their checksums
+ * (cksum.c) catch damaged values, quick_check the structure.
+ */
 static int sq_verify(tm_engine *base, tm_error *err) {
   sq_engine *e = sq_of(base);
   if (e->pending) return TM_OK;
@@ -969,7 +1020,9 @@ static int sq_verify(tm_engine *base, tm_error *err) {
   if (rc == TM_OK) {
     int s = sqlite3_step(st);
     const char *txt = s == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-    if (s != SQLITE_ROW || !txt || strcmp(txt, "ok") != 0)
+    if (s != SQLITE_ROW && sqlite3_extended_errcode(db) == SQLITE_IOERR_DATA)
+      rc = sql_error(err, db, "damaged", e->file ? e->file : "memory");
+    else if (s != SQLITE_ROW || !txt || strcmp(txt, "ok") != 0)
       rc = tm_error_set(err, TM_ECORRUPT, "%s: damaged: %s", e->file ? e->file : "memory",
                         txt ? txt : sqlite3_errmsg(db));
   }

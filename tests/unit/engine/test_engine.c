@@ -1077,3 +1077,103 @@ TM_TEST(engine_d5_storage_damage_messages) {
   TM_ASSERT(!tm_db_message_is_storage_damage("b.jsonl: line 2: unexpected token"));
   TM_ASSERT(!tm_db_message_is_storage_damage(NULL));
 }
+
+/* The bytes of a file (the test fails if it cannot be read). Result: tm_free. */
+static unsigned char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  TM_ASSERT_MSG(f != NULL, "%s: cannot open", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *p = tm_malloc((size_t)n + 1);
+  TM_ASSERT(fread(p, 1, (size_t)n, f) == (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return p;
+}
+
+static void spit(const char *path, const unsigned char *p, size_t len) {
+  FILE *f = fopen(path, "wb");
+  TM_ASSERT_MSG(f != NULL, "%s: cannot write", path);
+  TM_ASSERT(fwrite(p, 1, len, f) == len);
+  fclose(f);
+}
+
+/* A full scan of every column: TM_OK with the rows' text, or the error. */
+static int try_dump(tm_engine *e, tm_error *err) {
+  tm_engine_scan *sc;
+  TM_TRY(tm_engine_scan_open(e, NULL, 0, NULL, &sc, err));
+  tm_batch b;
+  int rc;
+  while ((rc = tm_engine_scan_next(sc, &b, err)) == TM_OK) tm_batch_release(&b);
+  tm_engine_scan_free(sc);
+  return rc == TM_ITEROVER ? TM_OK : rc;
+}
+
+/*
+ * SPEC D5: the sqlite engine's pages carry checksums (engine/sqlite/cksum.c).
+ * One changed byte inside a stored value — still a valid value, which SQLite
+ * alone would return — fails the scan and the check; so does a file cut short.
+ */
+TM_TEST(engine_d5_sqlite_page_checksums_catch_changed_values) {
+  tm_error err;
+  const engine_case cs = {TM_ENGINE_SQLITE, TM_ENGINE_FILE}, *c = &cs;
+  open_params p = {.sub = "cksum"};
+  row rows[400];
+  char vals[400][24];
+  for (int i = 0; i < 400; i++) {
+    snprintf(vals[i], sizeof vals[i], "value-%05d", i);
+    rows[i] = (row){i + 1, 1000 + i, vals[i]};
+  }
+  tm_engine *e = open_engine(c, &p);
+  tm_engine_commit_info info;
+  commit_rows(e, rows, 400, &info);
+  TM_ASSERT_OK(tm_engine_verify(e, &err), &err);
+  tm_engine_release(e);
+
+  const char *file = tm_test_path("cksum-sqlite.db");
+  size_t len;
+  unsigned char *good = slurp(file, &len);
+  TM_ASSERT_MSG(len > 4096 && good[20] == 8, "reserved bytes per page: %d", good[20]);
+  /* "value-00123" becomes "value-00723": a valid value of the column. */
+  unsigned char *hit = NULL;
+  for (size_t i = 0; i + 11 <= len && !hit; i++)
+    if (memcmp(good + i, "value-00123", 11) == 0) hit = good + i;
+  TM_ASSERT_MSG(hit != NULL, "the value is not in the database file");
+  unsigned char *bad = tm_malloc(len);
+  memcpy(bad, good, len);
+  bad[hit - good + 8] = '7';
+  spit(file, bad, len);
+
+  e = open_engine(c, &p);
+  int rc = try_dump(e, &err);
+  TM_ASSERT_MSG(rc == TM_ECORRUPT, "scan over a changed value returned %d: %s", rc, err.message);
+  TM_ASSERT_CONTAINS(err.message, "failed its checksum");
+  TM_ASSERT(tm_db_message_is_storage_damage(err.message));
+  TM_ASSERT_RC(tm_engine_verify(e, &err), TM_ECORRUPT);
+  tm_engine_release(e);
+
+  /* Cut short: every page it still has is good, the missing ones are damage. */
+  spit(file, good, len / 2 / 4096 * 4096);
+  tm_engine *e2 = NULL;
+  tm_engine_options o;
+  tm_kv oc;
+  const char *pk[1];
+  fill_options(&o, c, &p, &oc, pk);
+  rc = tm_engine_open(&e2, c->kind, NULL, &o, &err);
+  if (rc == TM_OK) {
+    rc = try_dump(e2, &err);
+    tm_engine_release(e2);
+  }
+  TM_ASSERT_MSG(rc == TM_ECORRUPT, "a truncated file returned %d: %s", rc, err.message);
+  tm_kv_dispose(&oc);
+
+  /* And the good bytes read back in full. */
+  spit(file, good, len);
+  e = open_engine(c, &p);
+  TM_ASSERT_OK(try_dump(e, &err), &err);
+  TM_ASSERT_OK(tm_engine_verify(e, &err), &err);
+  tm_engine_release(e);
+  tm_free(good);
+  tm_free(bad);
+}
