@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "engine/engine_int.h"
-#include "engine/sqlite/sqlite_int.h"
+#include "engine/sqlite/cksum.h"
 #include "io/io.h"
 #include "util/alloc.h"
 

@@ -64,6 +64,16 @@ typedef struct tm_refresh_request {
    * at the next batch and rolls back (TM_ECANCELLED). May be NULL.
    */
   const volatile int *cancel;
+  /*
+   * Healing from a copy (SPEC D5): when the stored acceleration is damaged,
+   * its files are removed and restore(restore_arg, err) may install another
+   * copy of it there (the runtime: the newest acceleration snapshot, C2);
+   * TM_OK: the refresh goes on from that copy (append from its high-water
+   * mark). Any error, or no restore: the refresh loads the source again.
+   * May be NULL.
+   */
+  int (*restore)(void *restore_arg, tm_error *err);
+  void *restore_arg;
 } tm_refresh_request;
 
 #define TM_REFRESH_REQUEST_VERSION 1

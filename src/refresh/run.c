@@ -83,6 +83,56 @@ static bool empty_source_reads_nothing(run *r) {
 }
 
 /*
+ * Known damage (D5) and a copy to restore (req->restore): removes the
+ * damaged files, installs the copy and publishes it as the acceleration (it
+ * holds committed rows and their state) once all of it reads back. Returns
+ * a reference to it, or NULL when there is no intact copy (its files are
+ * removed again, and the refresh loads the source into empty ones).
+ */
+static tm_engine *restore_copy(run *r) {
+  tm_accel *a = r->a;
+  const tm_dataset_def *d = a->def;
+  pthread_mutex_lock(&a->state_lock);
+  bool damaged = a->damaged && !a->engine;
+  pthread_mutex_unlock(&a->state_lock);
+  if (!damaged || !r->req->restore || r->explain || d->acceleration.mode != TM_ENGINE_FILE)
+    return NULL;
+  tm_engine_options eo;
+  tm_kv oc;
+  tm_kv_init(&oc);
+  tm_accel_engine_options(d, a->db, &eo, &oc);
+  tm_engine_kind kind = d->acceleration.engine;
+  tm_engine *e = NULL;
+  tm_error e2;
+  tm_error_init(&e2);
+  int rc = tm_engine_drop(kind, &eo, &e2);
+  if (rc == TM_OK) rc = r->req->restore(r->req->restore_arg, &e2);
+  if (rc == TM_OK) rc = tm_engine_open(&e, kind, NULL, &eo, &e2);
+  /* A snapshot copies files as they were: it is read in full before it serves. */
+  if (rc == TM_OK) rc = tm_engine_verify(e, &e2);
+  if (rc != TM_OK) {
+    tm_engine_release(e);
+    e = NULL;
+  }
+  if (rc == TM_OK) {
+    tm_log(TM_LOG_INFO, d->name, "the damaged acceleration was replaced by its snapshot; the "
+           "refresh goes on from there");
+    pthread_mutex_lock(&a->state_lock);
+    a->engine = tm_engine_retain(e);
+    a->ready = true;
+    a->damaged = false;
+    pthread_mutex_unlock(&a->state_lock);
+  } else {
+    tm_log(TM_LOG_WARN, d->name, "no snapshot replaces the damaged acceleration (%s): loading "
+           "the source again", e2.message);
+    if (tm_engine_drop(kind, &eo, &e2) != TM_OK)
+      tm_log(TM_LOG_WARN, d->name, "cannot remove the copy: %s", e2.message);
+  }
+  tm_kv_dispose(&oc);
+  return e;
+}
+
+/*
  * The engine for the rows' schema. The published engine when its schema is
  * the one read; otherwise a new engine for it: in file mode one that
  * replaces the stored rows at its first commit (B9: the old rows and their
@@ -95,6 +145,7 @@ static int ensure_engine(run *r, bool *recreated) {
   const tm_dataset_def *d = a->def;
   *recreated = false;
   tm_engine *e = tm_accel_engine(a);
+  if (!e) e = restore_copy(r);
   if (e && !r->rebuild && tm_schema_equal(tm_engine_schema(e), r->schema)) {
     r->engine = e;
     return TM_OK;
@@ -564,11 +615,26 @@ static int refresh_healing(run *r, tm_accel *a, const tm_refresh_request *req,
     damaged = tm_engine_verify(r->engine, &verr) == TM_ECORRUPT;
   }
   if (!damaged) return rc;
-  tm_log(TM_LOG_WARN, d->name, "the acceleration is damaged (%s): loading the source again to "
-         "replace it", err->message);
   run_dispose(r);
   memset(out, 0, sizeof *out);
   out->started_ms = tm_now_ms();
+  if (req->restore) {
+    /* A copy to restore: the damaged files leave SQL now, and the refresh installs it. */
+    tm_log(TM_LOG_WARN, d->name, "the acceleration is damaged (%s): replacing it with its snapshot",
+           err->message);
+    pthread_mutex_lock(&a->state_lock);
+    tm_engine *old = a->engine;
+    a->engine = NULL;
+    a->ready = false;
+    a->damaged = true;
+    pthread_mutex_unlock(&a->state_lock);
+    tm_engine_release(old);
+    tm_error_init(err);
+    run_init(r, a, req, out, err);
+    return do_refresh(r);
+  }
+  tm_log(TM_LOG_WARN, d->name, "the acceleration is damaged (%s): loading the source again to "
+         "replace it", err->message);
   tm_error_init(err);
   run_init(r, a, req, out, err);
   r->rebuild = true;

@@ -134,6 +134,22 @@ typedef struct job_result {
   bool changed;    /* rows changed: a snapshot is due */
 } job_result;
 
+typedef struct heal_ctx {
+  tm_runtime *rt;
+  tm_rt_dataset *ds;
+} heal_ctx;
+
+/* tm_refresh_request.restore: a damaged acceleration heals from its newest snapshot (D5, C2). */
+static int restore_snapshot(void *arg, tm_error *err) {
+  heal_ctx *h = arg;
+  const char *behavior = h->rt->cfg->snapshots.bootstrap_on_failure;
+  bool restored = false;
+  int rc = tm_rt__snapshot_bootstrap(h->rt, h->ds, behavior && strcmp(behavior, "fallback") == 0,
+                                     &restored, err);
+  if (rc == TM_OK && !restored) rc = tm_error_set(err, TM_ENOTFOUND, "no snapshot was restored");
+  return rc;
+}
+
 static job_result run_refresh(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql) {
   job_result jr = {TM_OK, false};
   tm_refresh_request req;
@@ -141,6 +157,11 @@ static job_result run_refresh(tm_runtime *rt, tm_rt_dataset *ds, bool full, cons
   req.full = full;
   req.sql = sql;
   req.cancel = &rt->cancel;
+  heal_ctx heal = {rt, ds};
+  if (!full && tm_rt__snapshots_bootstrap(rt, ds->def)) {
+    req.restore = restore_snapshot;
+    req.restore_arg = &heal;
+  }
   tm_refresh_result res;
   tm_error err;
   tm_error_init(&err);

@@ -73,6 +73,19 @@ db.execute("INSERT OR REPLACE INTO _tm_state(key, value) VALUES ('tidemark.icebe
 db.execute("INSERT OR REPLACE INTO _tm_state(key, value) VALUES ('tidemark.iceberg.table_uuid', 'u')")
 db.commit()
 db.close()
+# Another writer than tidemark leaves stale page checksums (engine/sqlite/cksum.c):
+# seal each page again as tidemark does, or the restore rightly finds it damaged.
+import struct, zlib
+with open(sys.argv[1], "r+b") as f:
+    data = bytearray(f.read())
+    size = struct.unpack(">H", data[16:18])[0] or 65536
+    assert data[20] == 8, "no room for page checksums"
+    for off in range(0, len(data), size):
+        pgno = off // size + 1
+        crc = zlib.crc32(data[off:off + size - 8], zlib.crc32(struct.pack(">I", pgno)))
+        data[off + size - 8:off + size] = struct.pack("<II", crc, pgno)
+    f.seek(0)
+    f.write(data)
 PY
   else
     # The same through DuckDB (another build than tidemark's: it keeps the file's storage version).

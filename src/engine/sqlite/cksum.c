@@ -34,12 +34,14 @@
  * xRead. Files without the 8 reserved bytes (created before this VFS) are
  * read and written without checks.
  */
+#include "engine/sqlite/cksum.h"
+
 #include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
-
-#include "engine/sqlite/sqlite_int.h"
 
 #define CK_RESERVE TM_SQLITE_CKSUM_RESERVE
 #define CK_HEADER 100

@@ -926,7 +926,12 @@ static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
    * checksums (cksum.c); PASSIVE never waits for readers. Failing is harmless:
    * the WAL keeps the pages and the next checkpoint moves them.
    */
-  if (!e->scratch) sqlite3_exec(e->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+  if (!e->scratch) {
+    int ck = sqlite3_wal_checkpoint_v2(e->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (ck != SQLITE_OK && ck != SQLITE_BUSY)
+      tm_log(TM_LOG_WARN, e->base.cfg.dataset, "%s: checkpoint failed (%s); the WAL keeps the commit",
+             e->file, sqlite3_errstr(ck));
+  }
   info->rows_written = t->inserted + t->updated;
   info->rows_deleted = t->deleted;
   memcpy(info->rows_superseded, t->sup, sizeof t->sup);

@@ -35,19 +35,7 @@
 #include <sqlite3.h>
 
 #include "engine/engine_int.h"
-
-/*
- * Page checksums (cksum.c, SPEC D5): the sqlite engine opens its databases
- * through the VFS named TM_SQLITE_CKSUM_VFS and creates them with
- * TM_SQLITE_CKSUM_RESERVE reserved bytes per page, which hold each page's
- * checksum. A page that fails its check reads as SQLITE_IOERR_DATA.
- */
-#define TM_SQLITE_CKSUM_VFS "tidemark-cksum"
-#define TM_SQLITE_CKSUM_RESERVE 8
-/** Registers the VFS once (thread-safe); SQLITE_OK or SQLite's error code. */
-int tm_sqlite_cksum_register(void);
-/** The page number of this thread's last page that failed its check (0: none). */
-uint32_t tm_sqlite_cksum_last_bad_page(void);
+#include "engine/sqlite/cksum.h"
 
 /** A value as SQLite stores it. */
 typedef struct tm_sqlval {
