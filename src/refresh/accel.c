@@ -69,15 +69,29 @@ static void register_metrics(tm_accel *a, tm_metrics *r) {
   REG(size_bytes, TM_METRIC_GAUGE, "dataset_acceleration_size_bytes",
       "Bytes the acceleration occupies", "dataset", NULL, 0);
   REG(load_state, TM_METRIC_GAUGE, "dataset_load_state",
-      "0 initializing, 1 ready, 2 refreshing, 3 error, 4 shutting down", "dataset", NULL, 0);
+      "Status of the dataset. 0=Initializing, 1=Ready, 2=Disabled, 3=Error, 4=Refreshing, "
+      "5=ShuttingDown.", "dataset", NULL, 0);
 #undef REG
   a->has_metrics = rc == TM_OK;
   if (rc != TM_OK) tm_log(TM_LOG_WARN, a->def->name, "metrics unavailable: %s", err.message);
 }
 
+/* dataset_load_state as Spice numbers its states (SPEC 1.4; 2, Disabled, is never ours). */
+static double spice_load_state(tm_accel_status s) {
+  switch (s) {
+    case TM_ACCEL_INITIALIZING: return 0;
+    case TM_ACCEL_READY: return 1;
+    case TM_ACCEL_ERROR: return 3;
+    case TM_ACCEL_REFRESHING: return 4;
+    case TM_ACCEL_SHUTTING_DOWN: return 5;
+  }
+  return 0;
+}
+
 void tm_accel__set_status_locked(tm_accel *a, tm_accel_status s) {
   a->status = s;
-  if (a->has_metrics) tm_metric_set(a->m.load_state, (const char *[]){a->def->name}, (double)s);
+  if (a->has_metrics)
+    tm_metric_set(a->m.load_state, (const char *[]){a->def->name}, spice_load_state(s));
 }
 
 void tm_accel_set_status(tm_accel *a, tm_accel_status s) {

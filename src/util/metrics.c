@@ -245,23 +245,18 @@ static int put_labels(tm_buf *out, const tm_metric *m, const series *s, const ch
 }
 
 /*
- * Counters are exposed with the `_total` suffix that Prometheus requires
- * (promtool rejects counters without it); the family is registered and
- * looked up by its SPEC name without the suffix, as OpenTelemetry exporters do.
+ * Every family is exposed exactly as registered (SPEC 1.4): counters get no
+ * `_total` suffix, as Spice's Prometheus exporter is built without counter
+ * suffixes, so that dashboards written for Spice find the same series.
  */
 static int render_family(tm_buf *out, const tm_metric *m, tm_error *err) {
   static const char *kinds[] = {"counter", "gauge", "histogram"};
-  const char *suffix = "";
-  size_t nl = strlen(m->name);
-  if (m->kind == TM_METRIC_COUNTER && !(nl >= 6 && strcmp(m->name + nl - 6, "_total") == 0))
-    suffix = "_total";
-  TM_TRY(tm_buf_printf(out, err, "# HELP %s%s ", m->name, suffix));
+  TM_TRY(tm_buf_printf(out, err, "# HELP %s ", m->name));
   TM_TRY(put_escaped(out, m->help, false, err));
-  TM_TRY(tm_buf_printf(out, err, "\n# TYPE %s%s %s\n", m->name, suffix, kinds[m->kind]));
+  TM_TRY(tm_buf_printf(out, err, "\n# TYPE %s %s\n", m->name, kinds[m->kind]));
   for (const series *s = m->head; s; s = s->next) {
     if (m->kind != TM_METRIC_HISTOGRAM) {
       TM_TRY(tm_buf_puts(out, m->name, err));
-      TM_TRY(tm_buf_puts(out, suffix, err));
       TM_TRY(put_labels(out, m, s, NULL, err));
       TM_TRY(tm_buf_putc(out, ' ', err));
       TM_TRY(put_number(out, s->value, err));

@@ -141,10 +141,10 @@ assert_eq "$BODY" '{"message":"Dataset refresh triggered for events."}'
 
 # Request metrics are labelled by route template.
 m=$(metrics)
-assert_contains "$m" 'http_requests_total{method="GET",path="/v1/datasets/{name}/acceleration",status="404"} 3'
+assert_contains "$m" 'http_requests{method="GET",path="/v1/datasets/{name}/acceleration",status="404"} 3'
 assert_contains "$m" 'dataset_load_state{dataset="raw"} 1'
-assert_contains "$m" 'http_requests_total{method="POST",path="/v1/sql",status="413"} 1'
-assert_contains "$m" 'http_requests_total{method="GET",path="unmatched",status="404"} 2'
+assert_contains "$m" 'http_requests{method="POST",path="/v1/sql",status="413"} 1'
+assert_contains "$m" 'http_requests{method="GET",path="unmatched",status="404"} 2'
 stop_server
 
 # D4: with an API key every endpoint but /health needs it.
