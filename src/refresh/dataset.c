@@ -49,6 +49,11 @@ bool tm_dataset_key_includes_time(const tm_dataset_def *d) {
   return false;
 }
 
+int64_t tm_acceleration_max_jitter_ms(const tm_acceleration_def *a) {
+  if (!a->refresh_jitter_enabled) return 0;
+  return a->refresh_jitter_max_ms > 0 ? a->refresh_jitter_max_ms : a->refresh_check_interval_ms / 10;
+}
+
 const char *tm_refresh_mode_name(tm_refresh_mode m) {
   return m == TM_REFRESH_APPEND ? "append" : "full";
 }

@@ -53,6 +53,8 @@ typedef struct tm_acceleration_def {
   bool has_overlap;
   int64_t refresh_append_overlap_ms;  /* valid when has_overlap */
   char *refresh_sql;                  /* owned or NULL */
+  bool refresh_jitter_enabled;        /* default false (Spice's) */
+  int64_t refresh_jitter_max_ms;      /* 0: 10% of refresh_check_interval */
   bool refresh_retry_enabled;         /* default true */
   int64_t refresh_retry_max_attempts; /* -1: unlimited (default) */
   char **primary_key;                 /* owned array of n_primary_key owned names */
@@ -89,6 +91,11 @@ void tm_dataset_def_dispose(tm_dataset_def *d);
 tm_on_conflict tm_dataset_conflict_rule(const tm_dataset_def *d, const char *column);
 /** Whether the primary key includes the time column (SPEC A9, B1, B4). */
 bool tm_dataset_key_includes_time(const tm_dataset_def *d);
+/**
+ * The largest random shift of a refresh (Spice's refresh_jitter_*): 0 when
+ * jitter is off; refresh_jitter_max, or 10% of refresh_check_interval.
+ */
+int64_t tm_acceleration_max_jitter_ms(const tm_acceleration_def *a);
 
 const char *tm_refresh_mode_name(tm_refresh_mode m);
 const char *tm_snapshots_mode_name(tm_snapshots_mode m);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -31,9 +32,11 @@ void tm_runtime_options_init(tm_runtime_options *o) {
 
 /* ---- datasets ------------------------------------------------------------------------------ */
 
+/* Names match case-insensitively, as Spice's API and SQL identifiers do (the config refuses two
+ * names that differ only in case). */
 tm_rt_dataset *tm_rt__find(tm_runtime *rt, const char *name) {
   for (size_t i = 0; i < rt->n_ds; i++)
-    if (strcmp(rt->ds[i].def->name, name) == 0) return &rt->ds[i];
+    if (strcasecmp(rt->ds[i].def->name, name) == 0) return &rt->ds[i];
   return NULL;
 }
 
@@ -108,7 +111,7 @@ void tm_rt__note_damage(tm_runtime *rt, const char *why) {
     tm_accel_suspect(a, why);
     tm_error err;
     tm_error_init(&err);
-    int rc = tm_rt__trigger(rt, ds, false, NULL, &err);
+    int rc = tm_rt__trigger(rt, ds, false, NULL, 0, &err);
     if (rc != TM_OK && rc != TM_ECONFLICT)
       tm_log(TM_LOG_WARN, ds->def->name, "cannot start the check: %s", err.message);
   }
@@ -260,6 +263,7 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   else tm_runtime_options_init(&rt->opts);
   pthread_mutex_init(&rt->mu, NULL);
   pthread_mutex_init(&rt->pool_mu, NULL);
+  rt->rng = ((uint64_t)tm_monotonic_ns() ^ ((uint64_t)getpid() << 32)) | 1;
   tm_cond_init_monotonic(&rt->cv);
   int rc = TM_OK;
   bool oom = false;

@@ -41,6 +41,7 @@ typedef struct tm_rt_dataset {
   int64_t next_retention_ms;    /* monotonic ms of the next retention check, or NEVER */
   int attempts;                 /* consecutive failed scheduled refreshes (retries) */
   bool has_trigger;             /* an API refresh is queued */
+  int64_t trigger_due_ms;       /* monotonic ms when it may start (refresh_jitter_max) */
   bool trigger_full;
   char *trigger_sql;            /* owned or NULL */
   tm_engine *catalog_engine;    /* a reference: the engine the SQL catalog lists */
@@ -64,6 +65,7 @@ struct tm_runtime {
   pthread_t *workers;           /* owned */
   int n_workers;                /* started workers */
   bool started, stopping, stopped;
+  uint64_t rng;                 /* xorshift state for refresh jitter (under mu) */
   bool wrote_server_file;       /* <data dir>/server.json is ours */
   int lock_fd;                  /* <data dir>/server.lock, flocked; -1 when not taken */
   bool fatal;                   /* DuckDB stopped for good (under mu) */
@@ -117,8 +119,13 @@ void tm_rt__sched_stop(tm_runtime *rt);
  * it is damaged; other TM_ECORRUPT errors (a malformed source file) are not.
  */
 void tm_rt__note_damage(tm_runtime *rt, const char *why);
+/**
+ * Queues an on-demand refresh of ds (C4). It starts after a random delay of
+ * up to jitter_max_ms (Spice's refresh_jitter_max); -1: the dataset's own
+ * (tm_acceleration_max_jitter_ms), 0: at once.
+ */
 int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql,
-                   tm_error *err) TM_WARN_UNUSED;
+                   int64_t jitter_max_ms, tm_error *err) TM_WARN_UNUSED;
 /** Delay before retry number attempt (1, 2, ...): base * 2^(attempt-1), capped. */
 int64_t tm_rt__backoff_ms(int64_t base_ms, int64_t max_ms, int attempt);
 

@@ -43,6 +43,27 @@ typedef enum job_kind { JOB_NONE = 0, JOB_LOAD, JOB_TRIGGER, JOB_REFRESH, JOB_RE
 
 static int64_t mono_ms(void) { return tm_monotonic_ns() / 1000000; }
 
+/* A uniform random number in [0, n) for n > 0 (xorshift64*; rt->mu held). */
+static int64_t random_below(tm_runtime *rt, int64_t n) {
+  uint64_t x = rt->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  rt->rng = x;
+  return (int64_t)((x * 0x2545F4914F6CDD1DULL) % (uint64_t)n);
+}
+
+/*
+ * Spice's refresh jitter: period shifted by a random amount in [0, max_ms),
+ * later or earlier with equal odds, never below 0 (rt->mu held).
+ */
+static int64_t jittered(tm_runtime *rt, int64_t period, int64_t max_ms) {
+  if (max_ms <= 0) return period;
+  int64_t j = random_below(rt, max_ms);
+  if (random_below(rt, 2)) return period + j;
+  return period > j ? period - j : 0;
+}
+
 int64_t tm_rt__backoff_ms(int64_t base_ms, int64_t max_ms, int attempt) {
   int64_t d = base_ms;
   for (int i = 1; i < attempt && d < max_ms; i++) d *= 2;
@@ -59,7 +80,7 @@ static job_kind next_job(const tm_rt_dataset *ds, int64_t *due) {
   }
   if (!ds->accelerated) return JOB_NONE;
   if (ds->has_trigger) {
-    *due = 0;
+    *due = ds->trigger_due_ms;
     return JOB_TRIGGER;
   }
   if (ds->next_refresh_ms <= ds->next_retention_ms) {
@@ -210,8 +231,10 @@ static void after_load(tm_runtime *rt, tm_rt_dataset *ds, int rc, const tm_error
   if (rc == TM_OK) {
     ds->loaded = true;
     ds->next_load_ms = TM_RT_NEVER;
-    /* Refresh once at start whether or not an interval is set (C4). */
-    ds->next_refresh_ms = ds->accelerated ? now : TM_RT_NEVER;
+    /* Refresh once at start whether or not an interval is set (C4), jittered as in Spice. */
+    ds->next_refresh_ms =
+        ds->accelerated ? now + jittered(rt, 0, tm_acceleration_max_jitter_ms(&d->acceleration))
+                        : TM_RT_NEVER;
     if (ds->accelerated && d->acceleration.retention_check_enabled)
       ds->next_retention_ms = now + d->acceleration.retention_check_interval_ms;
     return;
@@ -235,10 +258,11 @@ static void after_refresh(tm_runtime *rt, tm_rt_dataset *ds, job_kind kind, int 
                           int64_t started, int64_t now) {
   const tm_acceleration_def *acc = &ds->def->acceleration;
   int64_t interval = acc->refresh_check_interval_ms;
+  int64_t jitter = tm_acceleration_max_jitter_ms(acc);
   if (kind == JOB_TRIGGER) return; /* triggers do not move the schedule and are not retried */
   if (rc == TM_OK || rc == TM_ECANCELLED) {
     ds->attempts = 0;
-    int64_t next = started + interval;
+    int64_t next = started + jittered(rt, interval, jitter);
     ds->next_refresh_ms = interval > 0 ? (next > now ? next : now) : TM_RT_NEVER;
     return;
   }
@@ -261,7 +285,7 @@ static void after_refresh(tm_runtime *rt, tm_rt_dataset *ds, job_kind kind, int 
     tm_log(TM_LOG_WARN, ds->def->name, "giving up after %d retries%s", ds->attempts,
            interval > 0 ? "; the next scheduled refresh tries again" : "");
   ds->attempts = 0;
-  ds->next_refresh_ms = interval > 0 ? now + interval : TM_RT_NEVER;
+  ds->next_refresh_ms = interval > 0 ? now + jittered(rt, interval, jitter) : TM_RT_NEVER;
 }
 
 static void *worker_main(void *arg) {
@@ -381,7 +405,9 @@ void tm_rt__sched_stop(tm_runtime *rt) {
   pthread_mutex_unlock(&rt->mu);
 }
 
-int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql, tm_error *err) {
+int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql,
+                   int64_t jitter_max_ms, tm_error *err) {
+  if (jitter_max_ms < 0) jitter_max_ms = tm_acceleration_max_jitter_ms(&ds->def->acceleration);
   char *copy = NULL;
   if (sql && !(copy = tm_strdup(sql))) return tm_error_nomem(err);
   pthread_mutex_lock(&rt->mu);
@@ -397,6 +423,11 @@ int tm_rt__trigger(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql
                         ds->def->name);
   } else {
     ds->has_trigger = true;
+    int64_t delay = jittered(rt, 0, jitter_max_ms);
+    ds->trigger_due_ms = mono_ms() + delay;
+    if (jitter_max_ms > 0)
+      tm_log(TM_LOG_INFO, ds->def->name, "the refresh starts in %.3f s (refresh_jitter_max %.3f s)",
+             (double)delay / 1000.0, (double)jitter_max_ms / 1000.0);
     ds->trigger_full = full;
     ds->trigger_sql = copy;
     copy = NULL;

@@ -37,7 +37,7 @@ static const char *const k_dataset_ignored[] = {
     "has_metadata_table", "vectors", "mode", NULL};
 
 static const char *const k_accel_ignored[] = {
-    "refresh_data_window", "refresh_jitter_enabled", "refresh_jitter_max", "on_zero_results",
+    "refresh_data_window", "on_zero_results",
     "indexes", "engine_secret", "snapshots_trigger", "snapshots_trigger_threshold",
     "snapshots_creation_policy", "snapshots_compaction", "refresh_cron", NULL};
 
@@ -229,6 +229,8 @@ static const tm_cfg_key k_accel[] = {
     KEY("refresh_check_interval", TM_CFG_DURATION, tm_acceleration_def, refresh_check_interval_ms),
     KEY("refresh_append_overlap", TM_CFG_DURATION0, tm_acceleration_def, refresh_append_overlap_ms),
     READ_KEY("refresh_sql", tm_acceleration_def, refresh_sql, read_refresh_sql),
+    KEY("refresh_jitter_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_jitter_enabled),
+    KEY("refresh_jitter_max", TM_CFG_DURATION, tm_acceleration_def, refresh_jitter_max_ms),
     KEY("refresh_retry_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_retry_enabled),
     KEY("refresh_retry_max_attempts", TM_CFG_COUNT, tm_acceleration_def, refresh_retry_max_attempts),
     READ_KEY("primary_key", tm_acceleration_def, primary_key, read_primary_key),
@@ -256,6 +258,13 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   a->enabled = true;
   TM_TRY(tm_cfg__walk(c, n, &sec, a));
   a->has_overlap = tm_cfg__lookup(c, n, "refresh_append_overlap") != NULL;
+  yaml_node_t *jmax = tm_cfg__lookup(c, n, "refresh_jitter_max");
+  if (jmax && !a->refresh_jitter_enabled) {
+    size_t old = tm_cfg__path_push_key(c, "refresh_jitter_max");
+    int wrc = tm_cfg__warn(c, jmax, "has no effect without refresh_jitter_enabled: true (as in Spice)");
+    tm_cfg__path_pop(c, old);
+    TM_TRY(wrc);
+  }
   const tm_engine_traits *traits = tm_engine_kind_traits(a->engine);
   if (!tm_cfg__lookup(c, n, "mode")) a->mode = traits->default_mode;
   if (!tm_engine_kind_supports(a->engine, a->mode)) {
@@ -548,9 +557,11 @@ static int load_root(ctx *c, yaml_node_t *root) {
     size_t old_i = tm_cfg__path_push_index(c, i);
     int rc = load_dataset(c, dn, d);
     for (size_t j = 0; rc == TM_OK && j < i; j++)
-      if (strcmp(cfg->datasets[j].name, d->name) == 0)
-        rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "name"), "duplicate dataset name '%s' (first at line %d)",
-                  d->name, cfg->datasets[j].line);
+      if (strcasecmp(cfg->datasets[j].name, d->name) == 0)
+        rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "name"),
+                          "duplicate dataset name '%s' (first at line %d as '%s'; names match "
+                          "case-insensitively, in SQL and the API)",
+                          d->name, cfg->datasets[j].line, cfg->datasets[j].name);
     if (rc == TM_OK && d->has_acceleration && d->acceleration.snapshots != TM_SNAPSHOTS_DISABLED &&
         !cfg->snapshots.location)
       rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "acceleration"),

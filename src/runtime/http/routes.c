@@ -10,6 +10,7 @@
 #include "runtime/runtime_int.h"
 #include "runtime/status.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define REFRESH_BODY_LIMIT ((size_t)64 << 10)
 
@@ -111,6 +112,7 @@ static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
   }
   bool full = false;
   const char *sql = NULL;
+  int64_t jitter_ms = -1; /* the dataset's refresh_jitter_* */
   json_t *body = NULL;
   const char *text = tm_buf_cstr(&req->body);
   size_t i = 0;
@@ -159,9 +161,20 @@ static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
           json_decref(body);
           return;
         }
+      } else if (strcmp(key, "refresh_jitter_max") == 0) {
+        if (json_is_null(v)) continue;
+        tm_error derr;
+        tm_error_init(&derr);
+        if (!json_is_string(v) ||
+            tm_duration_parse(json_string_value(v), &jitter_ms, &derr) != TM_OK) {
+          tm_http_reply_message(rep, 400, "refresh_jitter_max must be a duration string such as "
+                                          "\"10s\"%s%s", derr.message[0] ? ": " : "", derr.message);
+          json_decref(body);
+          return;
+        }
       } else {
-        tm_http_reply_message(rep, 400, "unknown key '%s' (allowed: refresh_sql, refresh_mode)",
-                              key);
+        tm_http_reply_message(rep, 400, "unknown key '%s' (allowed: refresh_sql, refresh_mode, "
+                                        "refresh_jitter_max)", key);
         json_decref(body);
         return;
       }
@@ -169,7 +182,7 @@ static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
   }
   tm_error err;
   tm_error_init(&err);
-  int rc = tm_rt__trigger(rt, ds, full, sql, &err);
+  int rc = tm_rt__trigger(rt, ds, full, sql, jitter_ms, &err);
   json_decref(body);
   if (rc == TM_OK) {
     tm_log(TM_LOG_INFO, d->name, "refresh triggered through the API%s%s", full ? " (full)" : "",

@@ -87,9 +87,13 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT(!tm_dataset_key_includes_time(ev));
   TM_ASSERT_INT_EQ(a->retention_period_ms, 30LL * 86400000);
   TM_ASSERT_INT_EQ(a->snapshots, TM_SNAPSHOTS_ENABLED);
+  /* Spice's refresh jitter: without refresh_jitter_max, 10% of refresh_check_interval. */
+  TM_ASSERT(a->refresh_jitter_enabled);
+  TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(a), 1000);
   TM_ASSERT(tm_str_has_suffix(ev->data_path, "/tests/cases/config/good/.tidemark/data/events"));
   const tm_dataset_def *logs = tm_config_find(&cfg, "logs");
   TM_ASSERT_INT_EQ(logs->acceleration.engine, TM_ENGINE_SQLITE);
+  TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(&logs->acceleration), 0); /* max without enabled */
   TM_ASSERT(tm_str_has_suffix(logs->data_path, "/.tidemark/data/logs"));
   const tm_dataset_def *obj = tm_config_find(&cfg, "objects");
   TM_ASSERT(!obj->has_acceleration);
@@ -103,6 +107,11 @@ TM_TEST(config_full_example_loads) {
   for (size_t i = 0; i < cfg.n_warnings; i++)
     if (strstr(cfg.warnings[i], "on_conflict: has no effect on engine cayenne")) a8 = true;
   TM_ASSERT_MSG(a8, "no warning for on_conflict on cayenne");
+  bool jitter = false;
+  for (size_t i = 0; i < cfg.n_warnings; i++)
+    if (strstr(cfg.warnings[i], "refresh_jitter_max: has no effect without refresh_jitter_enabled"))
+      jitter = true;
+  TM_ASSERT_MSG(jitter, "no warning for refresh_jitter_max without refresh_jitter_enabled");
   tm_config_dispose(&cfg);
 }
 
