@@ -449,6 +449,11 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
       return rc;
     }
   }
+  pthread_mutex_lock(&rt->mu);
+  snprintf(rt->http_endpoint, sizeof rt->http_endpoint, "%s", tm_http_server_endpoint(rt->http));
+  snprintf(rt->metrics_endpoint, sizeof rt->metrics_endpoint, "%s",
+           tm_http_server_endpoint(rt->metrics_http));
+  pthread_mutex_unlock(&rt->mu);
   int rc = tm_rt__sched_start(rt, err);
   if (rc != TM_OK) {
     tm_http_server_free(rt->metrics_http);

@@ -66,6 +66,8 @@ struct tm_runtime {
   int n_workers;                /* started workers */
   bool started, stopping, stopped;
   uint64_t rng;                 /* xorshift state for refresh jitter (under mu) */
+  char http_endpoint[80];       /* bound "host:port" of the API, "" before (under mu) */
+  char metrics_endpoint[80];    /* of the metrics server, "" when off (under mu) */
   bool wrote_server_file;       /* <data dir>/server.json is ours */
   int lock_fd;                  /* <data dir>/server.lock, flocked; -1 when not taken */
   bool fatal;                   /* DuckDB stopped for good (under mu) */

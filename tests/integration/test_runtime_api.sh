@@ -37,6 +37,18 @@ assert_eq "$STATUS" 200 "HEAD /health"
 api GET /v1/ready
 assert_eq "$STATUS $BODY" "200 ready" "ready"
 
+# /v1/status, as Spice shapes it: the endpoints and their component status.
+api GET /v1/status
+assert_eq "$STATUS" 200 "status"
+assert_eq "$(jq -c . <<<"$BODY")" \
+  "[{\"name\":\"http\",\"endpoint\":\"127.0.0.1:$HTTP_PORT\",\"status\":\"Ready\"},{\"name\":\"flight\",\"endpoint\":\"N/A\",\"status\":\"Disabled\"},{\"name\":\"metrics\",\"endpoint\":\"127.0.0.1:$METRICS_PORT\",\"status\":\"Ready\"},{\"name\":\"opentelemetry\",\"endpoint\":\"N/A\",\"status\":\"Disabled\"}]" \
+  "/v1/status"
+api GET '/v1/status?format=csv'
+assert_eq "$STATUS" 200 "status csv"
+assert_eq "$(head -2 <<<"$BODY" | tr '\n' ' ')" "name,endpoint,status http,127.0.0.1:$HTTP_PORT,Ready " "status csv"
+api GET '/v1/status?format=xml'
+assert_eq "$STATUS" 400 "status: bad format"
+
 # /v1/datasets
 api GET /v1/datasets
 assert_eq "$STATUS" 200

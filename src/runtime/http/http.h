@@ -109,6 +109,8 @@ int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, 
     TM_WARN_UNUSED;
 /** The bound port. */
 int tm_http_server_port(const tm_http_server *s);
+/** The bound address and port ("127.0.0.1:8090"); "" for NULL. Lives as long as s. */
+const char *tm_http_server_endpoint(const tm_http_server *s);
 /** Stops accepting new connections; those open are served. */
 void tm_http_server_quiesce(tm_http_server *s);
 /** Stops (closing open connections) and frees. NULL is a no-op. */
@@ -133,6 +135,8 @@ void tm_http_reply_dispose(tm_http_reply *r);
 
 /** A request header (case-insensitive name), or NULL. Valid during the request. */
 const char *tm_http_header(tm_http_request *req, const char *name);
+/** A query-string argument, decoded, or NULL (always NULL under tm_http_serve). */
+const char *tm_http_query_arg(tm_http_request *req, const char *name);
 
 /** Replies with JSON (the reply takes j's reference). */
 void tm_http_reply_json(tm_http_reply *r, unsigned status, json_t *j);

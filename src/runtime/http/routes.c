@@ -46,6 +46,61 @@ static void h_datasets(void *app, tm_http_request *req, tm_http_reply *rep) {
   else tm_http_reply_json(rep, 200, arr);
 }
 
+/*
+ * Spice's GET /v1/status: the runtime's endpoints, each with its state as a
+ * component status. tidemark has no Flight or OpenTelemetry endpoint: they
+ * are listed as Spice lists a disabled one. ?format=csv as in Spice.
+ */
+static void h_status(void *app, tm_http_request *req, tm_http_reply *rep) {
+  tm_runtime *rt = app;
+  const char *fmt = tm_http_query_arg(req, "format");
+  if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "csv") != 0) {
+    tm_http_reply_message(rep, 400, "bad format '%s' (allowed: json, csv)", fmt);
+    return;
+  }
+  char http[sizeof rt->http_endpoint], metrics[sizeof rt->metrics_endpoint];
+  pthread_mutex_lock(&rt->mu);
+  memcpy(http, rt->http_endpoint, sizeof http);
+  memcpy(metrics, rt->metrics_endpoint, sizeof metrics);
+  pthread_mutex_unlock(&rt->mu);
+  struct {
+    const char *name, *endpoint, *status;
+  } rows[] = {
+      {"http", http[0] ? http : "N/A", "Ready"},
+      {"flight", "N/A", "Disabled"},
+      {"metrics", metrics[0] ? metrics : "N/A", metrics[0] ? "Ready" : "Disabled"},
+      {"opentelemetry", "N/A", "Disabled"},
+  };
+  size_t n = sizeof rows / sizeof rows[0];
+  if (fmt && strcmp(fmt, "csv") == 0) {
+    tm_error err;
+    tm_error_init(&err);
+    tm_buf_clear(&rep->body);
+    int rc = tm_buf_puts(&rep->body, "name,endpoint,status\n", &err);
+    for (size_t i = 0; rc == TM_OK && i < n; i++)
+      rc = tm_buf_printf(&rep->body, &err, "%s,%s,%s\n", rows[i].name, rows[i].endpoint,
+                         rows[i].status);
+    if (rc != TM_OK) {
+      tm_http_reply_message(rep, 500, "%s", err.message);
+      return;
+    }
+    rep->status = 200;
+    rep->content_type = "text/csv; charset=utf-8";
+    return;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < n; i++) {
+    json_t *o = json_pack("{s:s, s:s, s:s}", "name", rows[i].name, "endpoint", rows[i].endpoint,
+                          "status", rows[i].status);
+    if (!o || json_array_append_new(arr, o) != 0) {
+      json_decref(arr);
+      arr = NULL;
+    }
+  }
+  if (!arr) tm_http_reply_message(rep, 500, "out of memory");
+  else tm_http_reply_json(rep, 200, arr);
+}
+
 /* The dataset named by the path, or a 404 reply. */
 static tm_rt_dataset *path_dataset(tm_runtime *rt, tm_http_request *req, tm_http_reply *rep) {
   tm_rt_dataset *ds = tm_rt__find(rt, req->param);
@@ -212,6 +267,7 @@ void tm_rt__routes_init(tm_runtime *rt) {
   const tm_http_route api[] = {
       {"GET", "/health", h_health, true, 0},
       {"GET", "/v1/ready", h_ready, false, 0},
+      {"GET", "/v1/status", h_status, false, 0},
       {"POST", "/v1/sql", tm_rt__handle_sql, false, rt->opts.max_sql_bytes},
       {"GET", "/v1/datasets", h_datasets, false, 0},
       {"GET", "/v1/datasets/{name}/acceleration", h_acceleration, false, 0},

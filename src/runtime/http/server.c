@@ -38,6 +38,7 @@ struct tm_http_server {
   struct MHD_Daemon *daemon;
   tm_http_guard *guard;        /* owned: request deadlines, room for new clients */
   int port;
+  char endpoint[INET6_ADDRSTRLEN + 16]; /* "127.0.0.1:8090", "[::1]:8090" */
   bool quiesced;
   pthread_mutex_t log_mu;      /* the rate limit of libmicrohttpd's messages */
   int64_t log_window_ns;
@@ -510,8 +511,9 @@ int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, 
     inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
   else
     inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
-  tm_log(TM_LOG_INFO, NULL, "%s listening on %s%s%s:%d%s", s->name,
-         ss.ss_family == AF_INET6 ? "[" : "", host, ss.ss_family == AF_INET6 ? "]" : "", s->port,
+  snprintf(s->endpoint, sizeof s->endpoint, "%s%s%s:%d", ss.ss_family == AF_INET6 ? "[" : "", host,
+           ss.ss_family == AF_INET6 ? "]" : "", s->port);
+  tm_log(TM_LOG_INFO, NULL, "%s listening on %s%s", s->name, s->endpoint,
          s->api_key ? " (API key required)" : "");
   if (!loopback && !s->api_key)
     tm_log(TM_LOG_WARN, NULL,
@@ -523,6 +525,12 @@ int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, 
 }
 
 int tm_http_server_port(const tm_http_server *s) { return s ? s->port : 0; }
+
+const char *tm_http_server_endpoint(const tm_http_server *s) { return s ? s->endpoint : ""; }
+
+const char *tm_http_query_arg(tm_http_request *req, const char *name) {
+  return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
+}
 
 void tm_http_server_quiesce(tm_http_server *s) {
   if (!s || !s->daemon || s->quiesced) return;
