@@ -168,6 +168,8 @@ static void plan_start(stamp_plan *p, const tm_config *cfg, const tm_cli_cmd *cm
   char cwd[4096];
   if (p->ok && getcwd(cwd, sizeof cwd)) plan_path(p, absolute(cwd, cfg->path));
   else p->ok = false;
+  /* The dotenv files the secret stores looked in, read or missing. */
+  for (size_t i = 0; p->ok && i < cfg->n_secret_files; i++) plan_path(p, tm_strdup(cfg->secret_files[i]));
   /* Values the key leaves out (util/noop.h) must not matter. */
   if (cfg->reads_volatile_env) p->ok = false;
 }

@@ -6,7 +6,8 @@
 # running tidemark-core (which would have removed and re-written the stamp),
 # with the same line. Every change the refresh could see runs tidemark-core
 # again: a new, rewritten, touched or removed source file, the config, the
-# environment, the arguments, the acceleration's files, a damaged stamp,
+# environment and the dotenv files of the secret stores, the arguments, the
+# acceleration's files, a damaged stamp,
 # --full, logs; and datasets whose outcome depends on more than their files
 # (retention, a memory acceleration) never leave a stamp.
 source "$(dirname "$0")/lib.sh"
@@ -71,6 +72,16 @@ tm_refresh -c "$T/tm.yaml" >/dev/null
 echo "# edited" >> "$T/tm.yaml"
 expect_core "the config edited"
 TM_NOOP_IT=1 expect_core "another environment"
+# The secret stores' dotenv files (issue 17): created, changed, removed.
+tm_refresh -c "$T/tm.yaml" >/dev/null
+echo "TM_SECRET=1" > "$T/.env"
+expect_core "a .env file created"
+tm_refresh -c "$T/tm.yaml" >/dev/null
+echo "TM_SECRET=2" > "$T/.env.local"
+expect_core "a .env.local file created"
+tm_refresh -c "$T/tm.yaml" >/dev/null
+rm "$T/.env" "$T/.env.local"
+expect_core "the dotenv files removed"
 expect_core "a dataset named" events
 tm_refresh -c "$T/tm.yaml" >/dev/null
 # The acceleration's files.

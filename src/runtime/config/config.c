@@ -28,7 +28,7 @@
 /* ---- sections ------------------------------------------------------------ */
 
 static const char *const k_top_ignored[] = {
-    "metadata", "secrets", "models", "embeddings", "views", "catalogs", "tools",
+    "metadata", "models", "embeddings", "views", "catalogs", "tools",
     "workers", "dependencies", "extensions", "evals", "params", "management", NULL};
 
 static const char *const k_dataset_ignored[] = {
@@ -208,7 +208,7 @@ static int read_bootstrap_failure(ctx *c, yaml_node_t *v, void *field, void *obj
 /* Top level: read in a fixed order by load_root (snapshots before datasets). */
 static const tm_cfg_key k_top[] = {
     LATER_KEY("version"), LATER_KEY("kind"), LATER_KEY("name"), LATER_KEY("datasets"),
-    LATER_KEY("snapshots"), LATER_KEY("runtime"), {NULL, 0, 0, NULL, NULL}};
+    LATER_KEY("snapshots"), LATER_KEY("runtime"), LATER_KEY("secrets"), {NULL, 0, 0, NULL, NULL}};
 
 static const tm_cfg_key k_dataset[] = {
     READ_KEY("from", tm_dataset_def, from, read_from),
@@ -526,6 +526,8 @@ static int load_root(ctx *c, yaml_node_t *root) {
     tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
+  /* Before anything with params: they may refer to secrets. */
+  TM_TRY(tm_cfg__load_secrets(c, root, tm_cfg__lookup(c, root, "secrets")));
   if ((n = tm_cfg__lookup(c, root, "snapshots"))) {
     size_t old = tm_cfg__path_push_key(c, "snapshots");
     int rc = load_snapshots(c, n);
@@ -654,7 +656,7 @@ int tm_config_load_text(tm_config *out, const char *text, size_t len,
     yaml_parser_delete(&parser);
     return rc;
   }
-  ctx c = {name_for_messages, out->dir, &doc, out, err, ""};
+  ctx c = {name_for_messages, out->dir, &doc, out, err, "", NULL};
   yaml_node_t *root = yaml_document_get_root_node(&doc);
   int rc;
   if (!root)
@@ -670,6 +672,7 @@ int tm_config_load_text(tm_config *out, const char *text, size_t len,
       yaml_document_delete(&next);
     }
   }
+  tm_cfg__secrets_free(c.secrets);
   yaml_document_delete(&doc);
   yaml_parser_delete(&parser);
   return rc;
@@ -713,6 +716,8 @@ void tm_config_dispose(tm_config *cfg) {
   tm_kv_dispose(&cfg->snapshots.params);
   for (size_t i = 0; i < cfg->n_warnings; i++) tm_free(cfg->warnings[i]);
   tm_free(cfg->warnings);
+  for (size_t i = 0; i < cfg->n_secret_files; i++) tm_free(cfg->secret_files[i]);
+  tm_free(cfg->secret_files);
   memset(cfg, 0, sizeof *cfg);
 }
 

@@ -45,6 +45,8 @@ typedef struct tm_config {
   int64_t query_memory_limit;  /* bytes */
   char *query_temp_dir;      /* owned: absolute spill folder, or NULL: <dir>/.tidemark/tmp */
   bool reads_volatile_env;   /* a ${env:} names _, SHLVL or OLDPWD (util/noop.h) */
+  char **secret_files;       /* owned: the dotenv files the secret stores looked in */
+  size_t n_secret_files;
   int query_threads;
   char **warnings;           /* owned: ignored Spice keys, one line each */
   size_t n_warnings;
@@ -80,14 +82,5 @@ const tm_dataset_def *tm_config_find(const tm_config *cfg, const char *name);
  */
 int tm_config_default_path(char **path_out, tm_error *err) TM_WARN_UNUSED;
 
-/**
- * Expands ${env:NAME} / ${secrets:NAME} in s from the environment.
- * *out: tm_free. TM_EINVALID naming the variable when it is unset. When
- * volatile_out is not NULL, it is set if a NAME is one of the shell's
- * bookkeeping variables the no-op stamp's key leaves out
- * (tm_noop_volatile_env), and left as it is otherwise.
- */
-int tm_config_expand_env(const char *s, char **out, bool *volatile_out, tm_error *err)
-    TM_WARN_UNUSED;
 
 #endif

@@ -12,6 +12,8 @@
 
 #include "runtime/config/config.h"
 
+typedef struct tm_cfg_secrets tm_cfg_secrets;
+
 typedef struct ctx {
   const char *file;     /* name used in messages */
   const char *dir;      /* folder relative paths resolve against */
@@ -19,6 +21,7 @@ typedef struct ctx {
   tm_config *cfg;
   tm_error *err;
   char path[256];       /* key path of the node being validated */
+  tm_cfg_secrets *secrets; /* owned: the secret stores (secrets.c), loaded before any params */
 } ctx;
 
 /*
@@ -79,7 +82,20 @@ int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec);
 int tm_cfg__walk(ctx *c, yaml_node_t *n, const section *sec, void *obj);
 /* The value node of key in mapping n, or NULL. */
 yaml_node_t *tm_cfg__lookup(ctx *c, yaml_node_t *n, const char *key);
-/* A mapping of string params, values expanded (${env:NAME}). */
+/*
+ * Secret stores (secrets.c): loads the top-level `secrets:` section (NULL:
+ * none, so Spice's default env store) into c->secrets; root locates messages.
+ */
+int tm_cfg__load_secrets(ctx *c, yaml_node_t *root, yaml_node_t *list);
+void tm_cfg__secrets_free(tm_cfg_secrets *s);
+/*
+ * Expands the ${secrets:KEY} / ${STORE:KEY} references in s from the
+ * stores. *out: tm_free. TM_EINVALID naming a reference no store answers.
+ * *volatile_out is set when a name looked up is one the no-op stamp's key
+ * leaves out (tm_noop_volatile_env), and left as it is otherwise.
+ */
+int tm_cfg__expand(ctx *c, const char *s, char **out, bool *volatile_out, tm_error *err);
+/* A mapping of string params, values expanded (${secrets:KEY}, ${env:KEY}). */
 int tm_cfg__get_params(ctx *c, yaml_node_t *n, tm_kv *kv);
 /* A column list: "id", "(a, b)", "a, b" or a YAML list; appended to *cols / *n_cols. */
 int tm_cfg__parse_column_list(ctx *c, yaml_node_t *n, char ***cols, size_t *n_cols);

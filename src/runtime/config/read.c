@@ -255,65 +255,6 @@ yaml_node_t *tm_cfg__lookup(ctx *c, yaml_node_t *n, const char *key) {
   return NULL;
 }
 
-/* ---- ${env:NAME} --------------------------------------------------------- */
-
-int tm_config_expand_env(const char *s, char **out, bool *volatile_out, tm_error *err) {
-  tm_buf b = TM_BUF_INIT(1 << 20);
-  const char *p = s;
-  int rc = TM_OK;
-  while (*p && rc == TM_OK) {
-    const char *start = strstr(p, "${");
-    if (!start) {
-      rc = tm_buf_puts(&b, p, err);
-      break;
-    }
-    rc = tm_buf_append(&b, p, (size_t)(start - p), err);
-    if (rc < 0) break;
-    const char *close = strchr(start, '}');
-    if (!close) {
-      rc = tm_error_set(err, TM_EINVALID, "unterminated '${' in '%s'", s);
-      break;
-    }
-    const char *ref = start + 2;
-    size_t ref_len = (size_t)(close - ref);
-    const char *name = NULL;
-    if (ref_len > 4 && strncmp(ref, "env:", 4) == 0) name = ref + 4;
-    else if (ref_len > 8 && strncmp(ref, "secrets:", 8) == 0) name = ref + 8;
-    if (!name) {
-      rc = tm_error_set(err, TM_EINVALID,
-                        "unsupported reference '%.*s' (use ${env:NAME} or ${secrets:NAME})",
-                        (int)(close - start + 1), start);
-      break;
-    }
-    char var[256];
-    size_t var_len = (size_t)(close - name);
-    if (var_len == 0 || var_len >= sizeof var) {
-      rc = tm_error_set(err, TM_EINVALID, "bad variable name in '%s'", s);
-      break;
-    }
-    memcpy(var, name, var_len);
-    var[var_len] = '\0';
-    if (volatile_out) {
-      char entry[sizeof var + 1];
-      snprintf(entry, sizeof entry, "%s=", var);
-      if (tm_noop_volatile_env(entry)) *volatile_out = true;
-    }
-    const char *value = getenv(var);
-    if (!value) {
-      rc = tm_error_set(err, TM_EINVALID, "environment variable %s is not set", var);
-      break;
-    }
-    rc = tm_buf_puts(&b, value, err);
-    p = close + 1;
-  }
-  if (rc < 0) {
-    tm_buf_dispose(&b);
-    return rc;
-  }
-  *out = tm_buf_take(&b, NULL);
-  return *out ? TM_OK : tm_error_nomem(err);
-}
-
 /* A mapping of string params; values are scalars, expanded. */
 int tm_cfg__get_params(ctx *c, yaml_node_t *n, tm_kv *kv) {
   if (tm_cfg__is_null_scalar(n)) return TM_OK;
@@ -329,7 +270,7 @@ int tm_cfg__get_params(ctx *c, yaml_node_t *n, tm_kv *kv) {
     if (rc == TM_OK) {
       tm_error e;
       tm_error_init(&e);
-      if (tm_config_expand_env(value, &expanded, &c->cfg->reads_volatile_env, &e) != TM_OK)
+      if (tm_cfg__expand(c, value, &expanded, &c->cfg->reads_volatile_env, &e) != TM_OK)
         rc = tm_cfg__fail(c, v, "%s", e.message);
     }
     if (rc == TM_OK) rc = tm_kv_set(kv, key, expanded, c->err);

@@ -132,15 +132,127 @@ TM_TEST(config_defaults) {
   tm_config_dispose(&cfg);
 }
 
-TM_TEST(config_env_expansion) {
+/* Loads a config whose dataset `x` has params p from yaml_params, in dir (Spice secrets, issue 17). */
+static int load_params(tm_config *cfg, const char *dir, const char *top, const char *params,
+                       tm_error *err) {
+  char text[4096];
+  snprintf(text, sizeof text, "%sdatasets:\n  - from: file:a\n    name: x\n    params: {%s}\n", top,
+           params);
+  return tm_config_load_text(cfg, text, strlen(text), "pod.yaml", dir, err);
+}
+
+static const char *param(const tm_config *cfg, const char *key) {
+  return tm_kv_get(&cfg->datasets[0].params, key);
+}
+
+TM_TEST(config_secrets_env_store_as_spice) {
   tm_error err;
-  char *out;
+  tm_config cfg;
+  const char *dir = tm_test_tmpdir();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/.env", dir);
+  tm_test_write_file(path, "# a comment\n"
+                           "TM_TOKEN=from-env\n"
+                           "export TM_EXPORTED=yes # a comment\n"
+                           "TM_QUOTED=\"a # b\\tc\"\n"
+                           "TM_SINGLE='x\\ny'\n"
+                           "this line is not an assignment\n");
+  snprintf(path, sizeof path, "%s/.env.local", dir);
+  tm_test_write_file(path, "TM_TOKEN=from-local\n");
   setenv("TM_TEST_A", "alpha", 1);
-  TM_ASSERT_OK(tm_config_expand_env("x-${env:TM_TEST_A}-${secrets:TM_TEST_A}", &out, NULL, &err), &err);
-  TM_ASSERT_STR_EQ(out, "x-alpha-alpha");
-  tm_free(out);
-  TM_ASSERT_RC(tm_config_expand_env("${vault:x}", &out, NULL, &err), TM_EINVALID);
-  TM_ASSERT_RC(tm_config_expand_env("${env:TM_TEST_A", &out, NULL, &err), TM_EINVALID);
+  setenv("SPICE_TM_TEST_B", "spice-b", 1);
+  setenv("TM_TEST_B", "plain-b", 1);
+  unsetenv("TM_TOKEN");
+  TM_ASSERT_OK(load_params(&cfg, dir, "",
+                           "a: 'x-${env:TM_TEST_A}-${secrets:tm_test_a}-${ secrets:TM_TEST_A }', "
+                           "b: '${secrets:tm_test_b}', t: '${secrets:tm_token}', "
+                           "e: '${env:tm_exported}', q: '${secrets:TM_QUOTED}', "
+                           "s: '${secrets:TM_SINGLE}'", &err), &err);
+  /* The name is upper-cased; SPICE_NAME wins over NAME; spaces inside the braces are allowed. */
+  TM_ASSERT_STR_EQ(param(&cfg, "a"), "x-alpha-alpha-alpha");
+  TM_ASSERT_STR_EQ(param(&cfg, "b"), "spice-b");
+  /* .env.local before .env; export, comments and quotes as dotenv files have them. */
+  TM_ASSERT_STR_EQ(param(&cfg, "t"), "from-local");
+  TM_ASSERT_STR_EQ(param(&cfg, "e"), "yes");
+  TM_ASSERT_STR_EQ(param(&cfg, "q"), "a # b\tc");
+  TM_ASSERT_STR_EQ(param(&cfg, "s"), "x\\ny");
+  /* The malformed line is warned, with its file and line. */
+  bool warned = false;
+  for (size_t i = 0; i < cfg.n_warnings; i++)
+    if (strstr(cfg.warnings[i], "/.env:6: not KEY=VALUE")) warned = true;
+  TM_ASSERT_MSG(warned, "no warning for the malformed .env line");
+  /* Both files are pinned by the no-op stamp, read or not. */
+  TM_ASSERT_INT_EQ(cfg.n_secret_files, 2);
+  TM_ASSERT(tm_str_has_suffix(cfg.secret_files[0], "/.env.local"));
+  TM_ASSERT(tm_str_has_suffix(cfg.secret_files[1], "/.env"));
+  tm_config_dispose(&cfg);
+  /* The environment wins over the files. */
+  setenv("TM_TOKEN", "from-environment", 1);
+  TM_ASSERT_OK(load_params(&cfg, dir, "", "t: '${secrets:TM_TOKEN}'", &err), &err);
+  TM_ASSERT_STR_EQ(param(&cfg, "t"), "from-environment");
+  tm_config_dispose(&cfg);
+  unsetenv("TM_TOKEN");
+  /* Missing: an error naming the reference and where it was looked for. */
+  TM_ASSERT_RC(load_params(&cfg, dir, "", "t: 'Bearer ${secrets:nope_tm_x}'", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "secret '${secrets:nope_tm_x}' not found: no SPICE_NOPE_TM_X or NOPE_TM_X");
+  TM_ASSERT_CONTAINS(err.message, "/.env.local");
+  tm_config_dispose(&cfg);
+  TM_ASSERT_RC(load_params(&cfg, dir, "", "t: '${vault:x}'", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "unknown secret store 'vault' in '${vault:x}' (stores: env");
+  tm_config_dispose(&cfg);
+  TM_ASSERT_RC(load_params(&cfg, dir, "", "t: '${env:TM_TEST_A'", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "unterminated '${'");
+  tm_config_dispose(&cfg);
+}
+
+TM_TEST(config_secrets_section) {
+  tm_error err;
+  tm_config cfg;
+  const char *dir = tm_test_tmpdir();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/my.env", dir);
+  tm_test_write_file(path, "TM_K=from-my-env\n");
+  snprintf(path, sizeof path, "%s/.env", dir);
+  tm_test_write_file(path, "TM_K=from-dot-env\nTM_ONLY_DOT=dot\n");
+  unsetenv("TM_K");
+  /* A store with its own file; ${env:...} names a store, so without one named env it is unknown. */
+  const char *top = "secrets:\n  - from: env\n    name: mine\n    description: local secrets\n"
+                    "    params: {file_path: my.env}\n";
+  TM_ASSERT_OK(load_params(&cfg, dir, top, "k: '${mine:tm_k}', s: '${secrets:TM_K}'", &err), &err);
+  TM_ASSERT_STR_EQ(param(&cfg, "k"), "from-my-env");
+  TM_ASSERT_STR_EQ(param(&cfg, "s"), "from-my-env");
+  TM_ASSERT_INT_EQ(cfg.n_secret_files, 1); /* file_path read: not .env.local, .env */
+  tm_config_dispose(&cfg);
+  TM_ASSERT_RC(load_params(&cfg, dir, top, "k: '${env:TM_K}'", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "unknown secret store 'env'");
+  tm_config_dispose(&cfg);
+  /* Two stores: ${secrets:} asks the last declared first. */
+  const char *two = "secrets:\n  - {from: env, name: base}\n"
+                    "  - {from: env, name: mine, params: {file_path: my.env}}\n";
+  TM_ASSERT_OK(load_params(&cfg, dir, two, "s: '${secrets:TM_K}', d: '${secrets:TM_ONLY_DOT}', "
+                           "b: '${base:TM_K}'", &err), &err);
+  TM_ASSERT_STR_EQ(param(&cfg, "s"), "from-my-env");
+  TM_ASSERT_STR_EQ(param(&cfg, "d"), "dot");
+  TM_ASSERT_STR_EQ(param(&cfg, "b"), "from-dot-env");
+  tm_config_dispose(&cfg);
+  /* A file_path that does not exist: warned, then .env.local and .env (as Spice). */
+  TM_ASSERT_OK(load_params(&cfg, dir, "secrets:\n  - {from: env, name: env, params: {file_path: gone.env}}\n",
+                           "k: '${env:TM_K}'", &err), &err);
+  TM_ASSERT_STR_EQ(param(&cfg, "k"), "from-dot-env");
+  TM_ASSERT_CONTAINS(cfg.warnings[0], "gone.env not found; reading .env.local and .env instead");
+  tm_config_dispose(&cfg);
+  /* Stores tidemark does not have, and mistakes, are refused by name. */
+  TM_ASSERT_RC(load_params(&cfg, dir, "secrets:\n  - {from: 'kubernetes:my_secret', name: k8s}\n",
+                           "k: x", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "secrets[0].from: secret store 'kubernetes' is not supported");
+  tm_config_dispose(&cfg);
+  TM_ASSERT_RC(load_params(&cfg, dir, "secrets:\n  - {from: env, name: e, params: {path: x}}\n",
+                           "k: x", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "unknown param 'path' of the env secret store");
+  tm_config_dispose(&cfg);
+  TM_ASSERT_RC(load_params(&cfg, dir, "secrets:\n  - {from: env}\n", "k: x", &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "a secret store needs a 'name'");
+  tm_config_dispose(&cfg);
 }
 
 TM_TEST(config_missing_file) {
