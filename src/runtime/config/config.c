@@ -507,8 +507,10 @@ static int load_root(ctx *c, yaml_node_t *root) {
   if ((n = tm_cfg__lookup(c, root, "version"))) {
     size_t old = tm_cfg__path_push_key(c, "version");
     int rc = tm_cfg__get_string(c, n, &cfg->version);
-    if (rc == TM_OK && strcmp(cfg->version, "v1") != 0 && strcmp(cfg->version, "v1beta1") != 0)
-      rc = tm_cfg__fail(c, n, "bad value '%s' (allowed: v1, v1beta1)", cfg->version);
+    /* Spice's versions; v2 (what `spice init` writes) keeps the dataset keys tidemark reads. */
+    if (rc == TM_OK && strcmp(cfg->version, "v1") != 0 && strcmp(cfg->version, "v1beta1") != 0 &&
+        strcmp(cfg->version, "v2") != 0)
+      rc = tm_cfg__fail(c, n, "bad value '%s' (allowed: v1beta1, v1, v2)", cfg->version);
     tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }

@@ -241,6 +241,15 @@ TM_TEST(config_secrets_section) {
   TM_ASSERT_STR_EQ(param(&cfg, "k"), "from-dot-env");
   TM_ASSERT_CONTAINS(cfg.warnings[0], "gone.env not found; reading .env.local and .env instead");
   tm_config_dispose(&cfg);
+  /* A pod as `spice init` writes it today (version v2), with Spice's spaced references. */
+  setenv("TM_TEST_A", "alpha", 1);
+  TM_ASSERT_OK(load_params(&cfg, dir, "version: v2\nkind: Spicepod\nname: my_app\n"
+                           "secrets:\n  - from: env\n    name: env\n",
+                           "k: '${ secrets:tm_test_a }', e: '${ env:TM_TEST_A }'", &err), &err);
+  TM_ASSERT_STR_EQ(cfg.version, "v2");
+  TM_ASSERT_STR_EQ(param(&cfg, "k"), "alpha");
+  TM_ASSERT_STR_EQ(param(&cfg, "e"), "alpha");
+  tm_config_dispose(&cfg);
   /* Stores tidemark does not have, and mistakes, are refused by name. */
   TM_ASSERT_RC(load_params(&cfg, dir, "secrets:\n  - {from: 'kubernetes:my_secret', name: k8s}\n",
                            "k: x", &err), TM_EINVALID);
