@@ -211,6 +211,7 @@ static const tm_cfg_key k_top[] = {
     LATER_KEY("snapshots"), LATER_KEY("runtime"), LATER_KEY("secrets"), {NULL, 0, 0, NULL, NULL}};
 
 static const tm_cfg_key k_dataset[] = {
+    LATER_KEY("version"), LATER_KEY("kind"), /* only in a dataset file (ref:) */
     READ_KEY("from", tm_dataset_def, from, read_from),
     READ_KEY("name", tm_dataset_def, name, read_dataset_name),
     KEY("params", TM_CFG_PARAMS, tm_dataset_def, params),
@@ -360,10 +361,33 @@ static int resolve_data_path(ctx *c, tm_dataset_def *d) {
   return TM_OK;
 }
 
-static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
+/* version and kind of a dataset file (ref:): Spice's versions, kind Dataset; not in an entry. */
+static int check_file_header(ctx *c, yaml_node_t *n, bool in_file) {
+  static const char *const keys[] = {"version", "kind"};
+  for (size_t i = 0; i < 2; i++) {
+    yaml_node_t *v = tm_cfg__lookup(c, n, keys[i]);
+    if (!v) continue;
+    size_t old = tm_cfg__path_push_key(c, keys[i]);
+    const char *s = NULL;
+    int rc = tm_cfg__scalar(c, v, "a string", &s);
+    if (rc == TM_OK && !in_file)
+      rc = tm_cfg__fail(c, v, "belongs to the top level, or to a dataset file read with ref:");
+    else if (rc == TM_OK && i == 0 && strcmp(s, "v1") != 0 && strcmp(s, "v1beta1") != 0 &&
+             strcmp(s, "v2") != 0)
+      rc = tm_cfg__fail(c, v, "bad value '%s' (allowed: v1beta1, v1, v2)", s);
+    else if (rc == TM_OK && i == 1 && strcmp(s, "Dataset") != 0)
+      rc = tm_cfg__fail(c, v, "bad value '%s' (allowed: Dataset)", s);
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file) {
   static const section sec = {k_dataset, k_dataset_ignored};
   if (n->type == YAML_MAPPING_NODE) d->line = (int)n->start_mark.line + 1;
   TM_TRY(tm_cfg__walk(c, n, &sec, d));
+  TM_TRY(check_file_header(c, n, in_file));
   if (!d->from) return tm_cfg__fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
   if (!d->name) return tm_cfg__fail(c, n, "missing 'name'");
   const tm_acceleration_def *a = &d->acceleration;
@@ -499,6 +523,85 @@ static int load_runtime(ctx *c, yaml_node_t *n) {
   return TM_OK;
 }
 
+static int syntax_error(const yaml_parser_t *p, const char *name, tm_error *err);
+static int check_depth(const char *text, size_t len, const char *name, tm_error *err);
+
+/*
+ * Spice's `- ref: PATH` entry (dependsOn aside): the dataset is the file
+ * PATH/dataset.yaml, or PATH/dataset.yml, below the config's folder, with
+ * the keys of a datasets entry (and version, kind: Dataset). Its messages
+ * name that file; relative paths in it resolve against the config's folder.
+ */
+static int load_dataset_ref(ctx *c, yaml_node_t *dn, tm_dataset_def *d) {
+  const char *ref = NULL;
+  for (yaml_node_pair_t *p = dn->data.mapping.pairs.start; p < dn->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = tm_cfg__node_at(c, p->key), *v = tm_cfg__node_at(c, p->value);
+    const char *key;
+    TM_TRY(tm_cfg__scalar(c, k, "a key", &key));
+    size_t old = tm_cfg__path_push_key(c, key);
+    int rc = TM_OK;
+    if (strcmp(key, "ref") == 0) rc = tm_cfg__scalar(c, v, "a folder", &ref);
+    else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "datasets") == 0) rc = tm_cfg__warn(c, k, "ignored");
+    else rc = tm_cfg__fail(c, k, "unknown key '%s' beside ref (allowed: ref, dependsOn)", key);
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
+  }
+  char *base = ref[0] == '/' ? tm_strdup(ref) : tm_path_join(c->dir, ref);
+  if (!base) return tm_error_nomem(c->err);
+  char *path = NULL, *text = NULL;
+  size_t len = 0;
+  int rc = TM_ENOTFOUND;
+  static const char *const names[] = {"dataset.yaml", "dataset.yml"};
+  for (size_t i = 0; rc == TM_ENOTFOUND && i < 2; i++) {
+    tm_free(path);
+    path = tm_path_join(base, names[i]);
+    if (!path) {
+      rc = tm_error_nomem(c->err);
+      break;
+    }
+    tm_error e;
+    tm_error_init(&e);
+    rc = tm_read_file(path, TM_CONFIG_MAX_BYTES, &text, &len, &e);
+    if (rc < 0 && rc != TM_ENOTFOUND) rc = tm_cfg__fail(c, dn, "ref: %s", e.message);
+  }
+  if (rc == TM_ENOTFOUND) {
+    size_t old = tm_cfg__path_push_key(c, "ref");
+    rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "ref"), "no dataset.yaml or dataset.yml in %s", base);
+    tm_cfg__path_pop(c, old);
+  }
+  tm_free(base);
+  if (rc == TM_OK) rc = check_depth(text, len, path, c->err);
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  bool parsed = false;
+  if (rc == TM_OK) {
+    if (!yaml_parser_initialize(&parser)) {
+      rc = tm_error_nomem(c->err);
+    } else {
+      yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+      if (!yaml_parser_load(&parser, &doc)) rc = syntax_error(&parser, path, c->err);
+      else parsed = true;
+      if (!parsed) yaml_parser_delete(&parser);
+    }
+  }
+  if (parsed) {
+    ctx sub = *c;
+    sub.file = path;
+    sub.doc = &doc;
+    sub.path[0] = '\0';
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root || root->type != YAML_MAPPING_NODE)
+      rc = tm_error_set(c->err, TM_EINVALID, "%s: expected a dataset (a mapping with from and name)",
+                        path);
+    else rc = load_dataset(&sub, root, d, true);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+  }
+  tm_free(text);
+  tm_free(path);
+  return rc;
+}
+
 static int load_root(ctx *c, yaml_node_t *root) {
   static const section sec = {k_top, k_top_ignored};
   tm_config *cfg = c->cfg;
@@ -559,16 +662,18 @@ static int load_root(ctx *c, yaml_node_t *root) {
     tm_dataset_def_init(d);
     cfg->n_datasets++;
     size_t old_i = tm_cfg__path_push_index(c, i);
-    int rc = load_dataset(c, dn, d);
+    bool is_ref = dn->type == YAML_MAPPING_NODE && tm_cfg__lookup(c, dn, "ref");
+    int rc = is_ref ? load_dataset_ref(c, dn, d) : load_dataset(c, dn, d, false);
+    yaml_node_t *name_at = is_ref ? dn : tm_cfg__lookup(c, dn, "name");
     for (size_t j = 0; rc == TM_OK && j < i; j++)
       if (strcasecmp(cfg->datasets[j].name, d->name) == 0)
-        rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "name"),
+        rc = tm_cfg__fail(c, name_at,
                           "duplicate dataset name '%s' (first at line %d as '%s'; names match "
                           "case-insensitively, in SQL and the API)",
                           d->name, cfg->datasets[j].line, cfg->datasets[j].name);
     if (rc == TM_OK && d->has_acceleration && d->acceleration.snapshots != TM_SNAPSHOTS_DISABLED &&
         !cfg->snapshots.location)
-      rc = tm_cfg__fail(c, tm_cfg__lookup(c, dn, "acceleration"),
+      rc = tm_cfg__fail(c, is_ref ? dn : tm_cfg__lookup(c, dn, "acceleration"),
                 "acceleration.snapshots needs a top-level snapshots.location");
     tm_cfg__path_pop(c, old_i);
     if (rc < 0) {

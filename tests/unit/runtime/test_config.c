@@ -264,6 +264,54 @@ TM_TEST(config_secrets_section) {
   tm_config_dispose(&cfg);
 }
 
+/* Spice's `- ref: PATH` datasets: PATH/dataset.yaml (or .yml) below the config's folder. */
+TM_TEST(config_dataset_ref) {
+  tm_error err;
+  tm_config cfg;
+  const char *dir = tm_test_tmpdir();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/datasets/sales", dir);
+  TM_ASSERT(tm_mkdir_p(path, &err) == TM_OK);
+  snprintf(path, sizeof path, "%s/datasets/sales/dataset.yaml", dir);
+  tm_test_write_file(path, "version: v1\nkind: Dataset\nfrom: file:data/sales\nname: sales\n"
+                           "params: {file_format: csv}\ntime_column: ts\n"
+                           "acceleration: {enabled: true, refresh_mode: append}\n");
+  snprintf(path, sizeof path, "%s/datasets/bad", dir);
+  TM_ASSERT(tm_mkdir_p(path, &err) == TM_OK);
+  snprintf(path, sizeof path, "%s/datasets/bad/dataset.yml", dir);
+  tm_test_write_file(path, "from: file:x\nname: bad\nacceleration:\n  engine: nope\n");
+  const char *text = "version: v2\ndatasets:\n  - ref: datasets/sales\n    dependsOn: [other]\n"
+                     "  - from: file:y\n    name: plain\n";
+  TM_ASSERT_OK(tm_config_load_text(&cfg, text, strlen(text), "pod.yaml", dir, &err), &err);
+  TM_ASSERT_INT_EQ(cfg.n_datasets, 2);
+  const tm_dataset_def *d = tm_config_find(&cfg, "sales");
+  TM_ASSERT(d);
+  TM_ASSERT_STR_EQ(d->from, "file:data/sales");
+  TM_ASSERT_STR_EQ(tm_kv_get(&d->params, "file_format"), "csv");
+  TM_ASSERT_INT_EQ(d->acceleration.refresh_mode, TM_REFRESH_APPEND);
+  TM_ASSERT(tm_config_find(&cfg, "plain"));
+  TM_ASSERT_CONTAINS(cfg.warnings[0], "datasets[0].dependsOn: ignored");
+  tm_config_dispose(&cfg);
+  /* An error inside the file names the file (.yml found too). */
+  text = "datasets:\n  - ref: datasets/bad\n";
+  TM_ASSERT_RC(tm_config_load_text(&cfg, text, strlen(text), "pod.yaml", dir, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "datasets/bad/dataset.yml:4:11: acceleration.engine: bad value 'nope'");
+  tm_config_dispose(&cfg);
+  text = "datasets:\n  - ref: datasets/none\n";
+  TM_ASSERT_RC(tm_config_load_text(&cfg, text, strlen(text), "pod.yaml", dir, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "pod.yaml:2:10: datasets[0].ref: no dataset.yaml or dataset.yml in ");
+  tm_config_dispose(&cfg);
+  text = "datasets:\n  - ref: datasets/sales\n    name: x\n";
+  TM_ASSERT_RC(tm_config_load_text(&cfg, text, strlen(text), "pod.yaml", dir, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "unknown key 'name' beside ref");
+  tm_config_dispose(&cfg);
+  /* version and kind belong to a dataset file, not to an entry. */
+  text = "datasets:\n  - from: file:y\n    name: plain\n    kind: Dataset\n";
+  TM_ASSERT_RC(tm_config_load_text(&cfg, text, strlen(text), "pod.yaml", dir, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "datasets[0].kind: belongs to the top level, or to a dataset file");
+  tm_config_dispose(&cfg);
+}
+
 TM_TEST(config_missing_file) {
   tm_error err;
   tm_config cfg;
