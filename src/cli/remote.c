@@ -219,7 +219,7 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
 
 json_t *tm_cli_status_remote(const char *url, const char *api_key, int *code) {
   *code = TM_EXIT_OK;
-  json_t *list = get_json(url, "/v1/datasets", api_key, code);
+  json_t *list = get_json(url, "/v1/datasets?status=true", api_key, code);
   if (!list) return NULL;
   json_t *out = json_array();
   for (size_t i = 0; out && i < json_array_size(list); i++) {

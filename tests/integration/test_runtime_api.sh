@@ -49,11 +49,23 @@ assert_eq "$(head -2 <<<"$BODY" | tr '\n' ' ')" "name,endpoint,status http,127.0
 api GET '/v1/status?format=xml'
 assert_eq "$STATUS" 400 "status: bad format"
 
-# /v1/datasets
+# /v1/datasets, as Spice shapes it: status with ?status=true, ?source=, ?format=csv.
 api GET /v1/datasets
 assert_eq "$STATUS" 200
 assert_eq "$(jq -c . <<<"$BODY")" \
-  '[{"from":"file:data","name":"events","acceleration_enabled":true,"status":"Ready"},{"from":"file:data","name":"raw","acceleration_enabled":false,"status":"Ready"}]' "datasets"
+  '[{"from":"file:data","name":"events","replication_enabled":false,"acceleration_enabled":true},{"from":"file:data","name":"raw","replication_enabled":false,"acceleration_enabled":false}]' "datasets"
+api GET '/v1/datasets?status=true'
+assert_eq "$(jq -c '[.[] | .status]' <<<"$BODY")" '["Ready","Ready"]' "datasets?status=true"
+api GET '/v1/datasets?source=file&status=false'
+assert_eq "$(jq -c 'length' <<<"$BODY")" 2 "datasets?source=file"
+api GET '/v1/datasets?source=s3'
+assert_eq "$BODY" "[]" "datasets?source=s3"
+api GET '/v1/datasets?format=csv&status=true'
+assert_eq "$STATUS" 200
+assert_eq "$(tr '\n' ' ' <<<"$BODY")" \
+  "from,name,replication_enabled,acceleration_enabled,status file:data,events,false,true,Ready file:data,raw,false,false,Ready " "datasets csv"
+api GET '/v1/datasets?status=yes'
+assert_eq "$STATUS" 400 "datasets?status=yes"
 
 # A federated dataset (C6) reads its source; it has no acceleration.
 gen_jsonl "$T/data/b.jsonl" 4 2

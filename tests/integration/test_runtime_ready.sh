@@ -45,7 +45,7 @@ YAML
   mv "$dir/data.away" "$dir/data"
   gen_jsonl "$dir/data/b.jsonl" 6 3
   wait_until 20 count_is events 8 || fail "$engine: caught up"
-  wait_until 10 bash -c "curl -s $BASE/v1/datasets | jq -e '.[0].status == \"Ready\"'" ||
+  wait_until 10 bash -c "curl -s '$BASE/v1/datasets?status=true' | jq -e '.[0].status == \"Ready\"'" ||
     fail "$engine: Ready again"
   # The refresh that caught up read only the 3 new rows. Read from the log, not from
   # last_refresh: with a 1 s interval a later refresh (+0) can replace it before we look.

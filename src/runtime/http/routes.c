@@ -28,22 +28,82 @@ static void h_ready(void *app, tm_http_request *req, tm_http_reply *rep) {
   else tm_http_reply_text(rep, 503, "not ready");
 }
 
-static void h_datasets(void *app, tm_http_request *req, tm_http_reply *rep) {
-  (void)req;
-  tm_runtime *rt = app;
-  json_t *arr = json_array();
-  for (size_t i = 0; arr && i < rt->n_ds; i++) {
-    tm_rt_dataset *ds = &rt->ds[i];
-    json_t *o = json_pack("{s:o, s:o, s:b, s:s}", "from", tm_json_text(ds->def->from), "name",
-                          tm_json_text(ds->def->name), "acceleration_enabled", ds->accelerated,
-                          "status", tm_rt__status_name(rt, ds));
-    if (!o || json_array_append_new(arr, o) != 0) {
-      json_decref(arr);
-      arr = NULL;
-    }
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+static int put_csv_field(tm_buf *b, const char *v, bool last, tm_error *err) {
+  bool quote = strpbrk(v, ",\"\r\n") != NULL;
+  int rc = quote ? tm_buf_putc(b, '"', err) : TM_OK;
+  for (const char *p = v; rc == TM_OK && *p; p++) {
+    if (*p == '"') rc = tm_buf_putc(b, '"', err);
+    if (rc == TM_OK) rc = tm_buf_putc(b, *p, err);
   }
-  if (!arr) tm_http_reply_message(rep, 500, "out of memory");
-  else tm_http_reply_json(rep, 200, arr);
+  if (rc == TM_OK && quote) rc = tm_buf_putc(b, '"', err);
+  if (rc == TM_OK) rc = tm_buf_putc(b, last ? '\n' : ',', err);
+  return rc;
+}
+
+/*
+ * GET /v1/datasets as Spice shapes it: from, name, replication_enabled
+ * (tidemark replicates nothing: false) and acceleration_enabled, plus status
+ * with ?status=true; ?source=CONNECTOR keeps the datasets whose `from` starts
+ * with CONNECTOR: ("file", "s3", "iceberg"); ?format=csv.
+ */
+static void h_datasets(void *app, tm_http_request *req, tm_http_reply *rep) {
+  tm_runtime *rt = app;
+  const char *st = tm_http_query_arg(req, "status");
+  const char *fmt = tm_http_query_arg(req, "format");
+  const char *source = tm_http_query_arg(req, "source");
+  if (st && strcmp(st, "true") != 0 && strcmp(st, "false") != 0) {
+    tm_http_reply_message(rep, 400, "bad status '%s' (allowed: true, false)", st);
+    return;
+  }
+  if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "csv") != 0) {
+    tm_http_reply_message(rep, 400, "bad format '%s' (allowed: json, csv)", fmt);
+    return;
+  }
+  bool with_status = st && strcmp(st, "true") == 0;
+  bool csv = fmt && strcmp(fmt, "csv") == 0;
+  tm_error err;
+  tm_error_init(&err);
+  json_t *arr = csv ? NULL : json_array();
+  int rc = csv || arr ? TM_OK : tm_error_nomem(&err);
+  if (csv) {
+    tm_buf_clear(&rep->body);
+    rc = tm_buf_puts(&rep->body, with_status ? "from,name,replication_enabled,acceleration_enabled,status\n"
+                                             : "from,name,replication_enabled,acceleration_enabled\n", &err);
+  }
+  for (size_t i = 0; rc == TM_OK && i < rt->n_ds; i++) {
+    tm_rt_dataset *ds = &rt->ds[i];
+    const char *from = ds->def->from;
+    size_t n = source ? strlen(source) : 0;
+    if (source && !(strncmp(from, source, n) == 0 && from[n] == ':')) continue;
+    const char *status = tm_rt__status_name(rt, ds);
+    if (csv) {
+      rc = put_csv_field(&rep->body, from, false, &err);
+      if (rc == TM_OK) rc = put_csv_field(&rep->body, ds->def->name, false, &err);
+      if (rc == TM_OK) rc = put_csv_field(&rep->body, "false", false, &err);
+      if (rc == TM_OK)
+        rc = put_csv_field(&rep->body, ds->accelerated ? "true" : "false", !with_status, &err);
+      if (rc == TM_OK && with_status) rc = put_csv_field(&rep->body, status, true, &err);
+      continue;
+    }
+    json_t *o = json_pack("{s:o, s:o, s:b, s:b}", "from", tm_json_text(from), "name",
+                          tm_json_text(ds->def->name), "replication_enabled", 0,
+                          "acceleration_enabled", ds->accelerated);
+    if (o && with_status && json_object_set_new(o, "status", json_string(status)) != 0) {
+      json_decref(o);
+      o = NULL;
+    }
+    if (!o || json_array_append_new(arr, o) != 0) rc = tm_error_nomem(&err);
+  }
+  if (rc != TM_OK) {
+    json_decref(arr);
+    tm_http_reply_message(rep, 500, "%s", err.message);
+  } else if (csv) {
+    rep->status = 200;
+    rep->content_type = "text/csv; charset=utf-8";
+  } else {
+    tm_http_reply_json(rep, 200, arr);
+  }
 }
 
 /*
