@@ -120,7 +120,7 @@ static char *local_source(const tm_config *cfg, const tm_dataset_def *d) {
     p += strlen("iceberg:");
     /* An explicit metadata file or remapped data locations: other paths are read too. */
     for (size_t i = 0; i < d->params.len; i++)
-      if (!strcmp(d->params.items[i].key, "metadata_location") ||
+      if (!strcmp(d->params.items[i].key, "metadata_path") ||
           tm_str_has_prefix(d->params.items[i].key, "location_"))
         return NULL;
   } else if (d->source_kind != TM_SOURCE_FILE) {

@@ -83,6 +83,11 @@ void tm_source__dispose(tm_source *s) {
   s->name = s->from = NULL;
 }
 
+int tm_source_check_params(const char *from, const tm_kv *params, tm_error *err) {
+  if (from && tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(params, err);
+  return TM_OK;
+}
+
 int tm_source_open(tm_source **out, const tm_source_options *opts, tm_error *err) {
   const char *from = opts->from;
   if (!from) return tm_error_set(err, TM_EINVALID, "a source needs a 'from'");

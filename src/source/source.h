@@ -150,6 +150,15 @@ struct tm_scan {
 };
 
 /**
+ * Checks the connector params of a source named `from` as opening it does
+ * (so that `tidemark config check` refuses what a refresh would): TM_OK, or
+ * TM_EINVALID naming the param, why, and the allowed ones. Params of
+ * connectors that check them only when their stores open (s3_*) are left to
+ * that.
+ */
+int tm_source_check_params(const char *from, const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
+
+/**
  * Opens the source named by opts->from. Nothing is read yet.
  * TM_EINVALID for a `from` no backend takes. *out: tm_source_free.
  */

@@ -18,13 +18,13 @@ run_table() { # TABLE TIME_COLUMN EXPECTED_FOLLOW_LINES...
 datasets:
   - from: iceberg:file://tbl
     name: follow
-    params: {metadata_location: tbl/$meta}
+    params: {metadata_path: tbl/$meta}
     time_column: $tcol
     time_format: unix_seconds
     acceleration: {refresh_mode: append}
   - from: iceberg:file://tbl
     name: whole
-    params: {metadata_location: tbl/$meta}
+    params: {metadata_path: tbl/$meta}
     acceleration: {refresh_mode: full}
 YAML
     tm refresh -c tm.yaml >out 2>err || { cat err >&2; fail "$table $meta: refresh failed"; }

@@ -23,6 +23,7 @@
 #include <yaml.h>
 
 #include "io/io.h"
+#include "source/source.h"
 #include "util/alloc.h"
 
 /* ---- sections ------------------------------------------------------------ */
@@ -390,6 +391,15 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
   TM_TRY(check_file_header(c, n, in_file));
   if (!d->from) return tm_cfg__fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
   if (!d->name) return tm_cfg__fail(c, n, "missing 'name'");
+  /* The connector's params, checked as opening the source checks them. */
+  tm_error perr;
+  tm_error_init(&perr);
+  if (tm_source_check_params(d->from, &d->params, &perr) != TM_OK) {
+    size_t old = tm_cfg__path_push_key(c, "params");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "params"), "%s", perr.message);
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
   const tm_acceleration_def *a = &d->acceleration;
   if (d->time_partition_column && !d->time_column) {
     size_t old = tm_cfg__path_push_key(c, "time_partition_column");

@@ -7,11 +7,14 @@
  *                                            metadata file (*.metadata.json)
  *   iceberg:s3://BUCKET/PATH                 the same on S3
  *   iceberg:http[s]://HOST/v1/[PREFIX/]namespaces/NS/tables/T   a REST catalog
- * Params: metadata_location (an explicit metadata file), location_from /
- * location_to (remap the paths the writer recorded: the prefix as written,
- * and where it really is; default: the table's location field -> the table
- * folder), token and warehouse (REST), iceberg_s3_* (S3 params for the
- * table's files, e.g. iceberg_s3_endpoint), and s3_* for an s3:// table.
+ * Params (Spice's names, tm_source__iceberg_check_params): metadata_path
+ * (an explicit metadata file), iceberg_token and iceberg_warehouse (REST),
+ * iceberg_s3_* (S3 params for the table's files: Spice's access_key_id,
+ * secret_access_key, session_token, region, endpoint, path_style_access;
+ * any other iceberg_s3_X is read as the s3_X param), s3_* for an s3://
+ * table, and tidemark's location_from / location_to (remap the paths the
+ * writer recorded: the prefix as written, and where it really is; default:
+ * the table's location field -> the table folder).
  *
  * describe() reads the current metadata (one metadata file, SPEC B3); the
  * snapshot list comes from it without reading any manifest. Scans plan with
@@ -175,8 +178,8 @@ static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
   if (rc == TM_OK) {
     tm_iceberg_rest_options ro = TM_ICEBERG_REST_OPTIONS_INIT;
     ro.base_url = base;
-    ro.token = tm_kv_get(&s->rest_params, "token");
-    ro.warehouse = tm_kv_get(&s->rest_params, "warehouse");
+    ro.token = tm_kv_get(&s->rest_params, "iceberg_token");
+    ro.warehouse = tm_kv_get(&s->rest_params, "iceberg_warehouse");
     rc = tm_iceberg_rest_load_table(&ro, prefix, ns, table, &rt, err);
   }
   if (rc == TM_OK && !tm_iceberg_table_unchanged(s->table, rt.metadata_json, rt.metadata_len,
@@ -450,6 +453,51 @@ static char *absolute(const char *p, const char *base_dir) {
   return copy;
 }
 
+/* Spice's Iceberg params that tidemark does not implement: refused by name. */
+static const char *const k_ice_unsupported[] = {
+    "iceberg_oauth2_credential", "iceberg_oauth2_scope", "iceberg_oauth2_server_url",
+    "iceberg_sigv4_enabled", "iceberg_signing_region", "iceberg_signing_name",
+    "iceberg_s3_role_arn", "iceberg_s3_role_session_name", "iceberg_s3_iam_role_source",
+    "iceberg_s3_connect_timeout", NULL};
+
+/* Spice's names of the S3 params of the table's files, and the s3_ param each is. */
+static const char *const k_ice_s3_names[][2] = {
+    {"iceberg_s3_access_key_id", "s3_key"},
+    {"iceberg_s3_secret_access_key", "s3_secret"},
+    {"iceberg_s3_path_style_access", "s3_url_style"}, /* true: path, false: virtual */
+};
+
+int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
+  static const char *const known[] = {"iceberg_token", "iceberg_warehouse", "metadata_path",
+                                      "location_from", "location_to", "allow_http", NULL};
+  for (size_t i = 0; params && i < params->len; i++) {
+    const char *k = params->items[i].key, *v = params->items[i].value;
+    bool ok = false;
+    for (size_t j = 0; known[j] && !ok; j++) ok = strcmp(k, known[j]) == 0;
+    if (ok) continue;
+    for (size_t j = 0; k_ice_unsupported[j]; j++)
+      if (strcmp(k, k_ice_unsupported[j]) == 0)
+        return tm_error_set(err, TM_EINVALID, "param '%s' is not supported by tidemark's Iceberg "
+                            "connector (bearer tokens: iceberg_token; S3 keys: "
+                            "iceberg_s3_access_key_id, iceberg_s3_secret_access_key)", k);
+    if (strcmp(k, "iceberg_s3_path_style_access") == 0) {
+      if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+        return tm_error_set(err, TM_EINVALID, "param '%s': bad value '%s' (allowed: true, false)", k, v);
+      continue;
+    }
+    /* iceberg_s3_* and s3_* go to the object stores, which check their names when they open. */
+    if (tm_str_has_prefix(k, "iceberg_s3_") || tm_str_has_prefix(k, "s3_")) continue;
+    if (strcmp(k, "token") == 0 || strcmp(k, "warehouse") == 0 || strcmp(k, "metadata_location") == 0)
+      return tm_error_set(err, TM_EINVALID, "unknown param '%s' of the Iceberg connector: Spice's "
+                          "name is '%s'", k, strcmp(k, "token") == 0 ? "iceberg_token"
+                          : strcmp(k, "warehouse") == 0 ? "iceberg_warehouse" : "metadata_path");
+    return tm_error_set(err, TM_EINVALID, "unknown param '%s' of the Iceberg connector (allowed: "
+                        "iceberg_token, iceberg_warehouse, metadata_path, iceberg_s3_*, s3_*, "
+                        "allow_http, location_from, location_to)", k);
+  }
+  return TM_OK;
+}
+
 static int copy_param(const tm_kv *params, const char *key, char **out, tm_error *err) {
   const char *v = params ? tm_kv_get(params, key) : NULL;
   if (!v) return TM_OK;
@@ -475,13 +523,22 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
   tm_iceberg_io_local(&s->local);
   const tm_kv *params = opts->params;
   const char *spec = opts->from + strlen("iceberg:");
-  if (params) rc = tm_kv_copy(&s->rest_params, params, err);
-  if (rc == TM_OK) rc = copy_param(params, "metadata_location", &s->metadata_location, err);
+  rc = tm_source__iceberg_check_params(params, err);
+  if (rc == TM_OK && params) rc = tm_kv_copy(&s->rest_params, params, err);
+  if (rc == TM_OK) rc = copy_param(params, "metadata_path", &s->metadata_location, err);
   if (rc == TM_OK) rc = copy_param(params, "location_from", &s->location_from, err);
   if (rc == TM_OK) rc = copy_param(params, "location_to", &s->location_to, err);
   if (rc == TM_OK && params) {
-    /* iceberg_s3_* configure the stores of the table's files; s3_* too. */
-    rc = tm_objstore_params_pick(&s->s3_params, params, "iceberg_", err);
+    /* iceberg_s3_X is the s3_X param of the table's files' stores, under Spice's names. */
+    for (size_t i = 0; rc == TM_OK && i < params->len; i++) {
+      const char *k = params->items[i].key, *v = params->items[i].value;
+      if (!tm_str_has_prefix(k, "iceberg_s3_")) continue;
+      const char *as = NULL;
+      for (size_t j = 0; !as && j < sizeof k_ice_s3_names / sizeof k_ice_s3_names[0]; j++)
+        if (strcmp(k, k_ice_s3_names[j][0]) == 0) as = k_ice_s3_names[j][1];
+      if (as && strcmp(as, "s3_url_style") == 0) v = strcmp(v, "true") == 0 ? "path" : "virtual";
+      rc = tm_kv_set(&s->s3_params, as ? as : k + strlen("iceberg_"), v, err);
+    }
     for (size_t i = 0; rc == TM_OK && i < params->len; i++)
       if (tm_str_has_prefix(params->items[i].key, "s3_") || !strcmp(params->items[i].key, "allow_http"))
         if (!tm_kv_get(&s->s3_params, params->items[i].key))

@@ -67,7 +67,7 @@ TM_TEST(config_full_example_loads) {
   const tm_dataset_def *ev = tm_config_find(&cfg, "events");
   TM_ASSERT(ev);
   TM_ASSERT_INT_EQ(ev->source_kind, TM_SOURCE_ICEBERG_FILE);
-  TM_ASSERT_STR_EQ(tm_kv_get(&ev->params, "region"), "eu-west-1");
+  TM_ASSERT_STR_EQ(tm_kv_get(&ev->params, "iceberg_s3_region"), "eu-west-1");
   TM_ASSERT_STR_EQ(ev->time_column, "event_time");
   TM_ASSERT_INT_EQ(ev->time_format, TM_TIME_FORMAT_TIMESTAMPTZ);
   TM_ASSERT_INT_EQ(ev->time_partition_format, TM_TIME_FORMAT_DATE);
