@@ -31,7 +31,8 @@ static const char k_pod[] =
     "datasets:\n"
     "  - from: file:a\n"
     "    name: x\n"
-    "    params: {a: '${secrets:A}', b: '${env:b_key}', c: '${ secrets:FUZZ.KEY }', d: 'x'}\n";
+    "    acceleration:\n"
+    "      params: {a: '${secrets:A}', b: '${env:b_key}', c: '${ secrets:FUZZ.KEY }', d: 'x'}\n";
 
 /* Leaves no folder behind. */
 static void cleanup(void) {

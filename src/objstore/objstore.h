@@ -306,12 +306,16 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  *                     (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or
  *                     AWS itself); an endpoint means path-style addressing
  *   s3_region         default AWS_REGION, AWS_DEFAULT_REGION, us-east-1
+ *   s3_auth           Spice's: public (unsigned) or key (s3_key, s3_secret
+ *                     required); unset: as below. iam_role is refused
  *   s3_key, s3_secret default AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY;
  *                     neither set: unsigned (anonymous) requests
  *   s3_session_token  default AWS_SESSION_TOKEN (only with env credentials)
  *   s3_url_style      path | virtual (default: path with an endpoint,
  *                     virtual-hosted without)
  *   allow_http        true to allow a plain http:// endpoint (refused otherwise)
+ *   client_timeout    Spice's: a duration bounding each request (default: none,
+ *                     a request fails after 30 s without a byte)
  * Other params are ignored, except an unknown name that starts with "s3_",
  * which is TM_EINVALID (a typo would otherwise go unnoticed).
  */
@@ -339,6 +343,12 @@ int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char 
 typedef int (*tm_objstore_open_hook_fn)(tm_objstore **store, const char *url, void *payload,
                                         tm_error *err);
 void tm_objstore_set_open_hook(tm_objstore_open_hook_fn fn, void *payload);
+
+/**
+ * Checks the params of the store url names as tm_objstore_open_url would
+ * (names and values), contacting nothing: TM_EINVALID naming the param.
+ */
+int tm_objstore_check_params(const char *url, const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
 
 /** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, mem). */
 bool tm_objstore_url_supported(const char *url);

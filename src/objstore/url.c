@@ -28,6 +28,12 @@ bool tm_objstore_url_supported(const char *url) {
                  after_scheme(url, "s3a://") || after_scheme(url, "mem://"));
 }
 
+int tm_objstore_check_params(const char *url, const tm_kv *params, tm_error *err) {
+  if (url && (after_scheme(url, "s3://") || after_scheme(url, "s3a://")))
+    return tm_objstore_s3_check_params(params, err);
+  return TM_OK;
+}
+
 static int open_file_url(tm_objstore **store_out, char **prefix_out, const char *url,
                          const char *path, tm_error *err) {
   if (path[0] == '/' && path[1] == '/') path += 2; /* file://PATH */

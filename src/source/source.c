@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "objstore/objstore.h"
 #include "source/source_int.h"
 #include "util/alloc.h"
 
@@ -83,8 +84,40 @@ void tm_source__dispose(tm_source *s) {
   s->name = s->from = NULL;
 }
 
+/*
+ * The params of a file or S3 source: the file format's, Spice's
+ * hive_partitioning_enabled (false only), and the object store's (s3_*,
+ * allow_http, client_timeout on s3://), whose names and values the store
+ * checks.
+ */
+static int check_fileset_params(const char *from, const tm_kv *params, tm_error *err) {
+  bool s3 = tm_str_has_prefix(from, "s3://") || tm_str_has_prefix(from, "s3a://");
+  static const char *const known[] = {"file_format", "csv_has_header", "csv_delimiter", NULL};
+  for (size_t i = 0; params && i < params->len; i++) {
+    const char *k = params->items[i].key, *v = params->items[i].value;
+    bool ok = false;
+    for (size_t j = 0; known[j] && !ok; j++) ok = strcmp(k, known[j]) == 0;
+    if (ok) continue;
+    if (strcmp(k, "hive_partitioning_enabled") == 0) {
+      if (strcmp(v, "false") == 0) continue;
+      return tm_error_set(err, TM_EINVALID, "param hive_partitioning_enabled: '%s': tidemark does "
+                          "not read partition columns from folder names (allowed: false)", v);
+    }
+    if (s3 && (tm_str_has_prefix(k, "s3_") || !strcmp(k, "allow_http") || !strcmp(k, "client_timeout")))
+      continue;
+    return tm_error_set(err, TM_EINVALID, "unknown param '%s' of a %s source (allowed: file_format, "
+                        "csv_has_header, csv_delimiter, hive_partitioning_enabled%s)", k,
+                        s3 ? "s3" : "file", s3 ? ", s3_*, allow_http, client_timeout" : "");
+  }
+  return s3 ? tm_objstore_check_params(from, params, err) : TM_OK;
+}
+
 int tm_source_check_params(const char *from, const tm_kv *params, tm_error *err) {
-  if (from && tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(params, err);
+  if (!from) return TM_OK;
+  if (tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(params, err);
+  if (tm_str_has_prefix(from, "file:") || tm_str_has_prefix(from, "s3://") ||
+      tm_str_has_prefix(from, "s3a://"))
+    return check_fileset_params(from, params, err);
   return TM_OK;
 }
 

@@ -31,7 +31,7 @@ forms=("s3://data/events/" "s3://data/events" "s3://root" "s3://root/" "file:dat
   echo "datasets:"
   for i in "${!forms[@]}"; do
     printf '  - from: %s\n    name: f%d\n    params: %s\n    time_column: last_modified\n    acceleration: {refresh_mode: append}\n' \
-      "${forms[$i]}" "$i" "$params"
+      "${forms[$i]}" "$i" "$([[ ${forms[$i]} == s3:* ]] && echo "$params" || echo '{}')"
   done
   printf '  - from: s3://data/events/a.parquet\n    name: one\n    params: %s\n' "$params"
 } > tm.yaml

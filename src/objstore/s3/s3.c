@@ -20,6 +20,7 @@
 #include "objstore/s3/s3_int.h"
 #include "util/alloc.h"
 #include "util/str.h"
+#include "util/time.h"
 
 #define MAX_PUT ((uint64_t)5 * 1024 * 1024 * 1024) /* S3's single-PUT limit */
 
@@ -375,8 +376,9 @@ uint64_t tm_objstore_s3_connections(tm_objstore *base) {
 
 /* ---- params ---- */
 
-static const char *const k_s3_params[] = {"s3_endpoint", "s3_region",        "s3_key",
-                                          "s3_secret",   "s3_session_token", "s3_url_style"};
+static const char *const k_s3_params[] = {"s3_endpoint",      "s3_region",    "s3_key",
+                                          "s3_secret",        "s3_auth",      "s3_session_token",
+                                          "s3_url_style"};
 
 static const char *param(const tm_kv *params, const char *name) {
   const char *v = params ? tm_kv_get(params, name) : NULL;
@@ -388,8 +390,13 @@ static const char *env(const char *name) {
   return v && *v ? v : NULL;
 }
 
-int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
-                                   tm_error *err) {
+/*
+ * Reads and checks params into o (strings borrowed from params). Spice's
+ * s3_auth: public (unsigned, the environment's keys unused), key (s3_key and
+ * s3_secret required); unset: s3_key / s3_secret, else the AWS_* variables,
+ * else unsigned. iam_role (the AWS credential chain) is refused.
+ */
+static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
   for (size_t i = 0; params && i < params->len; i++) {
     const char *k = params->items[i].key;
     if (strncmp(k, "s3_", 3) != 0) continue;
@@ -398,37 +405,74 @@ int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const 
       known = known || strcmp(k, k_s3_params[j]) == 0;
     if (!known)
       return tm_error_set(err, TM_EINVALID,
-                          "unknown param '%s' (s3 params: s3_endpoint, s3_region, s3_key, "
-                          "s3_secret, s3_session_token, s3_url_style, allow_http)",
+                          "unknown param '%s' (s3 params: s3_endpoint, s3_region, s3_auth, s3_key, "
+                          "s3_secret, s3_session_token, s3_url_style, allow_http, client_timeout)",
                           k);
   }
-  tm_s3_options o;
-  tm_s3_options_init(&o);
-  o.bucket = bucket;
-  o.endpoint = param(params, "s3_endpoint");
-  if (!o.endpoint) o.endpoint = env("AWS_ENDPOINT_URL_S3");
-  if (!o.endpoint) o.endpoint = env("AWS_ENDPOINT_URL");
-  o.region = param(params, "s3_region");
-  if (!o.region) o.region = env("AWS_REGION");
-  if (!o.region) o.region = env("AWS_DEFAULT_REGION");
-  o.access_key = param(params, "s3_key");
-  o.secret_key = param(params, "s3_secret");
-  o.session_token = param(params, "s3_session_token");
-  if (!o.access_key && !o.secret_key) {
-    o.access_key = env("AWS_ACCESS_KEY_ID");
-    o.secret_key = env("AWS_SECRET_ACCESS_KEY");
-    if (!o.session_token) o.session_token = env("AWS_SESSION_TOKEN");
+  o->endpoint = param(params, "s3_endpoint");
+  if (!o->endpoint) o->endpoint = env("AWS_ENDPOINT_URL_S3");
+  if (!o->endpoint) o->endpoint = env("AWS_ENDPOINT_URL");
+  o->region = param(params, "s3_region");
+  if (!o->region) o->region = env("AWS_REGION");
+  if (!o->region) o->region = env("AWS_DEFAULT_REGION");
+  o->access_key = param(params, "s3_key");
+  o->secret_key = param(params, "s3_secret");
+  o->session_token = param(params, "s3_session_token");
+  const char *auth = param(params, "s3_auth");
+  if (auth && strcmp(auth, "public") == 0) {
+    if (o->access_key || o->secret_key)
+      return tm_error_set(err, TM_EINVALID, "param s3_auth: public takes no s3_key or s3_secret");
+    o->session_token = NULL;
+  } else if (auth && strcmp(auth, "key") == 0) {
+    if (!o->access_key || !o->secret_key)
+      return tm_error_set(err, TM_EINVALID, "param s3_auth: key needs s3_key and s3_secret");
+  } else if (auth && strcmp(auth, "iam_role") == 0) {
+    return tm_error_set(err, TM_EINVALID,
+                        "param s3_auth: iam_role (the AWS credential chain) is not supported; use "
+                        "s3_auth: key with s3_key and s3_secret, or leave s3_auth out to use "
+                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+  } else if (auth) {
+    return tm_error_set(err, TM_EINVALID, "param s3_auth: bad value '%s' (allowed: public, key, "
+                        "iam_role)", auth);
+  } else if (!o->access_key && !o->secret_key) {
+    o->access_key = env("AWS_ACCESS_KEY_ID");
+    o->secret_key = env("AWS_SECRET_ACCESS_KEY");
+    if (!o->session_token) o->session_token = env("AWS_SESSION_TOKEN");
   }
   const char *allow = param(params, "allow_http");
-  if (allow) TM_TRY(tm_objstore__param_bool("allow_http", allow, &o.allow_http, err));
+  if (allow) TM_TRY(tm_objstore__param_bool("allow_http", allow, &o->allow_http, err));
   const char *style = param(params, "s3_url_style");
   if (style) {
-    if (strcmp(style, "path") == 0) o.url_style = TM_S3_URL_PATH;
+    if (strcmp(style, "path") == 0) o->url_style = TM_S3_URL_PATH;
     else if (strcmp(style, "virtual") == 0 || strcmp(style, "vhost") == 0)
-      o.url_style = TM_S3_URL_VIRTUAL;
+      o->url_style = TM_S3_URL_VIRTUAL;
     else
       return tm_error_set(err, TM_EINVALID, "param s3_url_style: '%s' is not path or virtual",
                           style);
   }
+  /* Spice's client_timeout: the whole of one request (a range of at most 8 MiB here). */
+  const char *timeout = param(params, "client_timeout");
+  if (timeout) {
+    tm_error e;
+    tm_error_init(&e);
+    if (tm_duration_parse(timeout, &o->request_timeout_ms, &e) != TM_OK || o->request_timeout_ms <= 0)
+      return tm_error_set(err, TM_EINVALID, "param client_timeout: bad duration '%s'%s%s", timeout,
+                          e.message[0] ? ": " : "", e.message);
+  }
+  return TM_OK;
+}
+
+int tm_objstore_s3_check_params(const tm_kv *params, tm_error *err) {
+  tm_s3_options o;
+  tm_s3_options_init(&o);
+  return read_params(&o, params, err);
+}
+
+int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
+                                   tm_error *err) {
+  tm_s3_options o;
+  tm_s3_options_init(&o);
+  o.bucket = bucket;
+  TM_TRY(read_params(&o, params, err));
   return tm_objstore_s3_new(out, &o, err);
 }

@@ -66,12 +66,16 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *opts, tm_error *e
 
 /**
  * A store for bucket configured from dataset params (s3_endpoint, s3_region,
- * s3_key, s3_secret, s3_session_token, s3_url_style, allow_http) and the
+ * s3_auth, s3_key, s3_secret, s3_session_token, s3_url_style, allow_http,
+ * client_timeout) and the
  * AWS_* environment variables, as tm_objstore_open_url documents. params
  * may be NULL. TM_EINVALID for an unknown s3_* param or a bad value.
  */
 int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
                                    tm_error *err) TM_WARN_UNUSED;
+
+/** Checks params as tm_objstore_s3_new_from_params does, contacting nothing. */
+int tm_objstore_s3_check_params(const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
 
 /** New connections the store has opened (for tests of connection reuse). */
 uint64_t tm_objstore_s3_connections(tm_objstore *s);
