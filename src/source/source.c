@@ -87,7 +87,8 @@ int tm_source_open(tm_source **out, const tm_source_options *opts, tm_error *err
   const char *from = opts->from;
   if (!from) return tm_error_set(err, TM_EINVALID, "a source needs a 'from'");
   if (tm_str_has_prefix(from, "file:") || tm_str_has_prefix(from, "s3://") ||
-      tm_str_has_prefix(from, "s3a://"))
+      tm_str_has_prefix(from, "s3a://") || tm_str_has_prefix(from, "abfs://") ||
+      tm_str_has_prefix(from, "abfss://"))
     return tm_source__open_fileset(out, opts, err);
   if (tm_str_has_prefix(from, "iceberg:")) return tm_source__open_iceberg(out, opts, err);
   return tm_error_set(err, TM_EINVALID, "unknown source '%s'", from);

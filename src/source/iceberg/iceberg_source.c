@@ -51,7 +51,7 @@ typedef struct ice_source {
   char *location_from;     /* owned or NULL */
   char *location_to;       /* owned or NULL */
   char *base_dir;          /* owned or NULL: relative local paths */
-  tm_kv s3_params;         /* params for s3:// files */
+  tm_kv s3_params;         /* params for the stores of s3:// and abfs:// files */
   tm_kv rest_params;       /* the dataset params (token, warehouse) */
   char *rest_url;          /* owned */
   store_slot stores[MAX_STORES];
@@ -480,10 +480,11 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
   if (rc == TM_OK) rc = copy_param(params, "location_from", &s->location_from, err);
   if (rc == TM_OK) rc = copy_param(params, "location_to", &s->location_to, err);
   if (rc == TM_OK && params) {
-    /* iceberg_s3_* configure the stores of the table's files; s3_* too. */
+    /* iceberg_s3_* and iceberg_abfs_* configure the stores of the table's files; s3_* and abfs_* too. */
     rc = tm_objstore_params_pick(&s->s3_params, params, "iceberg_", err);
     for (size_t i = 0; rc == TM_OK && i < params->len; i++)
-      if (tm_str_has_prefix(params->items[i].key, "s3_") || !strcmp(params->items[i].key, "allow_http"))
+      if (tm_str_has_prefix(params->items[i].key, "s3_") ||
+          tm_str_has_prefix(params->items[i].key, "abfs_") || !strcmp(params->items[i].key, "allow_http"))
         if (!tm_kv_get(&s->s3_params, params->items[i].key))
           rc = tm_kv_set(&s->s3_params, params->items[i].key, params->items[i].value, err);
   }
@@ -493,7 +494,8 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
       s->kind = ICE_REST;
       s->rest_url = tm_strdup(spec);
       if (!s->rest_url) rc = tm_error_nomem(err);
-    } else if (tm_str_has_prefix(spec, "s3://") || tm_str_has_prefix(spec, "s3a://")) {
+    } else if (tm_str_has_prefix(spec, "s3://") || tm_str_has_prefix(spec, "s3a://") ||
+               tm_str_has_prefix(spec, "abfs://") || tm_str_has_prefix(spec, "abfss://")) {
       s->kind = ICE_S3;
       s->root = tm_strdup(spec);
       if (!s->root) rc = tm_error_nomem(err);
