@@ -573,6 +573,48 @@ int tm_http__perform(tm_http_client *c, const tm_http_req *req, const long *ok_s
   return rc;
 }
 
+/* ---- requests every remote store makes alike ---- */
+
+int tm_http__stat(tm_http_client *c, tm_http_req *req, const char *key, tm_obj_stat *out,
+                  tm_error *err) {
+  req->method = "HEAD";
+  req->key = key;
+  static const long ok[] = {404};
+  tm_http_resp resp;
+  TM_TRY(tm_http__perform(c, req, ok, 1, &resp, err));
+  if (resp.status == 404) {
+    out->exists = false;
+    return TM_OK;
+  }
+  if (!resp.has_content_length)
+    return TM_CORRUPT(err, "%s/%s: HEAD response without Content-Length", c->store->name, key);
+  out->exists = true;
+  out->size = resp.content_length;
+  out->mtime_ms = resp.mtime_ms >= 0 ? resp.mtime_ms : 0;
+  return TM_OK;
+}
+
+int tm_http__get(tm_http_client *c, tm_http_req *req, const char *key, uint64_t off,
+                 uint64_t len, tm_objstore_sink_fn sink, void *payload, tm_error *err) {
+  req->method = "GET";
+  req->key = key;
+  req->off = off;
+  req->len = len;
+  req->sink = sink;
+  req->sink_payload = payload;
+  static const long ok[] = {416}; /* a range starting at or past the end */
+  tm_http_resp resp;
+  return tm_http__perform(c, req, ok, 1, &resp, err);
+}
+
+int tm_http__delete(tm_http_client *c, tm_http_req *req, const char *key, tm_error *err) {
+  req->method = "DELETE";
+  req->key = key;
+  static const long ok[] = {404};
+  tm_http_resp resp;
+  return tm_http__perform(c, req, ok, 1, &resp, err);
+}
+
 /* ---- helpers for the backends ---- */
 
 static bool unreserved(unsigned char c) {

@@ -151,6 +151,22 @@ void tm_http__client_dispose(tm_http_client *c);
 int tm_http__perform(tm_http_client *c, const tm_http_req *req, const long *ok_statuses,
                      size_t n_ok, tm_http_resp *resp, tm_error *err) TM_WARN_UNUSED;
 
+/*
+ * The three requests every remote store makes alike. req is the caller's,
+ * zeroed but for req->backend (its own request data, e.g. no query); these
+ * fill the rest and perform it.
+ */
+/** HEAD key: size from Content-Length, time from Last-Modified; 404 is exists = false. */
+int tm_http__stat(tm_http_client *c, tm_http_req *req, const char *key, tm_obj_stat *out,
+                  tm_error *err) TM_WARN_UNUSED;
+/** GET key with Range (none for a whole object); 416 (past the end) delivers nothing. */
+int tm_http__get(tm_http_client *c, tm_http_req *req, const char *key, uint64_t off,
+                 uint64_t len, tm_objstore_sink_fn sink, void *payload, tm_error *err)
+    TM_WARN_UNUSED;
+/** DELETE key; 404 is fine. */
+int tm_http__delete(tm_http_client *c, tm_http_req *req, const char *key, tm_error *err)
+    TM_WARN_UNUSED;
+
 /** The object a request names, for messages: "s3://bucket/key" (store name + key). */
 void tm_http__what(char *buf, size_t cap, const tm_http_client *c, const tm_http_req *req);
 

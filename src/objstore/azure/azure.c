@@ -174,24 +174,9 @@ static int perform(tm_azure_store *s, az_req *req, const long *ok, size_t n_ok,
 /* ---- the vtable ---- */
 
 static int az_stat(tm_objstore *base, const char *key, tm_obj_stat *out, tm_error *err) {
-  tm_azure_store *s = (tm_azure_store *)base;
   az_req req = {0};
-  req.http.method = "HEAD";
-  req.http.key = key;
-  static const long ok[] = {404};
-  tm_http_resp resp;
-  TM_TRY(perform(s, &req, ok, 1, &resp, err));
-  if (resp.status == 404) {
-    out->exists = false;
-    return TM_OK;
-  }
-  if (!resp.has_content_length)
-    return TM_CORRUPT(err, "abfs://%s/%s: HEAD response without Content-Length", s->container,
-                      key);
-  out->exists = true;
-  out->size = resp.content_length;
-  out->mtime_ms = resp.mtime_ms >= 0 ? resp.mtime_ms : 0;
-  return TM_OK;
+  req.http.backend = &req;
+  return tm_http__stat(&((tm_azure_store *)base)->http, &req.http, key, out, err);
 }
 
 typedef struct list_ctx {
@@ -245,17 +230,10 @@ static int az_list(tm_objstore *base, const char *prefix, tm_objstore_list_fn fn
 
 static int az_get(tm_objstore *base, const char *key, uint64_t off, uint64_t len,
                   tm_objstore_sink_fn sink, void *payload, tm_error *err) {
-  tm_azure_store *s = (tm_azure_store *)base;
   az_req req = {0};
-  req.http.method = "GET";
-  req.http.key = key;
-  req.http.off = off;
-  req.http.len = len;
-  req.http.sink = sink;
-  req.http.sink_payload = payload;
-  static const long ok[] = {416}; /* a range starting at or past the end */
-  tm_http_resp resp;
-  return perform(s, &req, ok, 1, &resp, err);
+  req.http.backend = &req;
+  return tm_http__get(&((tm_azure_store *)base)->http, &req.http, key, off, len, sink, payload,
+                      err);
 }
 
 static const tm_azure_kv k_block_blob[] = {{"x-ms-blob-type", "BlockBlob"}};
@@ -338,13 +316,9 @@ static int az_put(tm_objstore *base, const char *key, tm_input *body, unsigned f
 }
 
 static int az_del(tm_objstore *base, const char *key, tm_error *err) {
-  tm_azure_store *s = (tm_azure_store *)base;
   az_req req = {0};
-  req.http.method = "DELETE";
-  req.http.key = key;
-  static const long ok[] = {404};
-  tm_http_resp resp;
-  return perform(s, &req, ok, 1, &resp, err);
+  req.http.backend = &req;
+  return tm_http__delete(&((tm_azure_store *)base)->http, &req.http, key, err);
 }
 
 static void az_free(tm_objstore *base) {

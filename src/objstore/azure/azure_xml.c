@@ -68,18 +68,7 @@ static int percent_decode(char *s, tm_error *err) {
 }
 
 static int push_item(list_ctx *c, tm_error *err) {
-  tm_obj_list *l = &c->page->items;
-  if (l->len == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    tm_obj_info *items = tm_reallocarray(l->items, cap, sizeof *items);
-    if (!items) return tm_error_nomem(err);
-    l->items = items;
-    l->cap = cap;
-  }
-  l->items[l->len].key = c->name;
-  l->items[l->len].size = c->size;
-  l->items[l->len].mtime_ms = c->mtime_ms;
-  l->len++;
+  TM_TRY(tm_obj_list__push(&c->page->items, c->name, c->size, c->mtime_ms, err));
   c->name = NULL;
   return TM_OK;
 }

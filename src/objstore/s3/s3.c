@@ -38,23 +38,9 @@ void tm_s3_options_init(tm_s3_options *o) {
 }
 
 static int s3_stat(tm_objstore *base, const char *key, tm_obj_stat *out, tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
   tm_s3_req req = {0};
-  req.http.method = "HEAD";
-  req.http.key = key;
-  static const long ok[] = {404};
-  tm_http_resp resp;
-  TM_TRY(tm_s3__perform(s, &req, ok, 1, &resp, err));
-  if (resp.status == 404) {
-    out->exists = false;
-    return TM_OK;
-  }
-  if (!resp.has_content_length)
-    return TM_CORRUPT(err, "s3://%s/%s: HEAD response without Content-Length", s->bucket, key);
-  out->exists = true;
-  out->size = resp.content_length;
-  out->mtime_ms = resp.mtime_ms >= 0 ? resp.mtime_ms : 0;
-  return TM_OK;
+  req.http.backend = &req;
+  return tm_http__stat(&((tm_s3_store *)base)->http, &req.http, key, out, err);
 }
 
 typedef struct list_ctx {
@@ -107,17 +93,10 @@ static int s3_list(tm_objstore *base, const char *prefix, tm_objstore_list_fn fn
 
 static int s3_get(tm_objstore *base, const char *key, uint64_t off, uint64_t len,
                   tm_objstore_sink_fn sink, void *payload, tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
   tm_s3_req req = {0};
-  req.http.method = "GET";
-  req.http.key = key;
-  req.http.off = off;
-  req.http.len = len;
-  req.http.sink = sink;
-  req.http.sink_payload = payload;
-  static const long ok[] = {416}; /* a range starting at or past the end */
-  tm_http_resp resp;
-  return tm_s3__perform(s, &req, ok, 1, &resp, err);
+  req.http.backend = &req;
+  return tm_http__get(&((tm_s3_store *)base)->http, &req.http, key, off, len, sink, payload,
+                      err);
 }
 
 static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned flags,
@@ -144,13 +123,9 @@ static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned f
 }
 
 static int s3_del(tm_objstore *base, const char *key, tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
   tm_s3_req req = {0};
-  req.http.method = "DELETE";
-  req.http.key = key;
-  static const long ok[] = {404};
-  tm_http_resp resp;
-  return tm_s3__perform(s, &req, ok, 1, &resp, err);
+  req.http.backend = &req;
+  return tm_http__delete(&((tm_s3_store *)base)->http, &req.http, key, err);
 }
 
 static void s3_free(tm_objstore *base) {
