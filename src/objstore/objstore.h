@@ -9,6 +9,7 @@
  *
  *   file/   a local folder (keys are paths below a root folder)
  *   s3/     an S3-compatible bucket through libcurl, signed with SigV4
+ *   azure/  an Azure Blob Storage / ADLS Gen2 container (Shared Key, SAS)
  *   mem/    an in-memory map, for tests
  *   fault/  wraps another store and fails, delays or truncates its N-th
  *           operation, for fault-injection tests
@@ -298,6 +299,10 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  *                              file:/data/events/ gives file:/data/events
  *                              and ""
  *   s3://BUCKET[/PREFIX]       an S3-compatible bucket; s3a:// is an alias
+ *   abfs://CONTAINER[@ACCOUNT.dfs.core.windows.net][/PREFIX]
+ *                              an Azure Blob Storage container; abfss:// is
+ *                              an alias; params abfs_* (azure/azure.h,
+ *                              docs/OBJECT_STORAGE.md)
  *   mem://NAME[/PREFIX]        an in-memory store (tests); every mem:// URL
  *                              opens a new, empty store
  *
@@ -312,8 +317,9 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  *   s3_url_style      path | virtual (default: path with an endpoint,
  *                     virtual-hosted without)
  *   allow_http        true to allow a plain http:// endpoint (refused otherwise)
- * Other params are ignored, except an unknown name that starts with "s3_",
- * which is TM_EINVALID (a typo would otherwise go unnoticed).
+ * Other params are ignored, except an unknown name that starts with "s3_"
+ * (for s3://) or "abfs_" (for abfs://), which is TM_EINVALID (a typo would
+ * otherwise go unnoticed).
  */
 
 /**
@@ -340,7 +346,7 @@ typedef int (*tm_objstore_open_hook_fn)(tm_objstore **store, const char *url, vo
                                         tm_error *err);
 void tm_objstore_set_open_hook(tm_objstore_open_hook_fn fn, void *payload);
 
-/** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, mem). */
+/** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, abfs, abfss, mem). */
 bool tm_objstore_url_supported(const char *url);
 
 /**
