@@ -156,20 +156,26 @@ static int collect_one(const tm_obj_info *info, void *payload) {
   if (c->added >= c->max_items)
     return tm_error_set(c->err, TM_ETOOLARGE, "listing of '%s' has more than %zu objects",
                         c->prefix, c->max_items);
-  tm_obj_list *l = c->out;
+  char *key = tm_strdup(info->key);
+  if (!key) return tm_error_nomem(c->err);
+  int rc = tm_obj_list__push(c->out, key, info->size, info->mtime_ms, c->err);
+  if (rc < 0) tm_free(key);
+  else c->added++;
+  return rc;
+}
+
+int tm_obj_list__push(tm_obj_list *l, char *key, uint64_t size, int64_t mtime_ms, tm_error *err) {
   if (l->len == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 64;
     tm_obj_info *items = tm_reallocarray(l->items, cap, sizeof *items);
-    if (!items) return tm_error_nomem(c->err);
+    if (!items) return tm_error_nomem(err);
     l->items = items;
     l->cap = cap;
   }
-  char *key = tm_strdup(info->key);
-  if (!key) return tm_error_nomem(c->err);
-  l->items[l->len] = *info;
   l->items[l->len].key = key;
+  l->items[l->len].size = size;
+  l->items[l->len].mtime_ms = mtime_ms;
   l->len++;
-  c->added++;
   return TM_OK;
 }
 

@@ -9,6 +9,7 @@
  *
  *   file/   a local folder (keys are paths below a root folder)
  *   s3/     an S3-compatible bucket through libcurl, signed with SigV4
+ *   azure/  an Azure Blob Storage / ADLS Gen2 container (Shared Key, SAS)
  *   mem/    an in-memory map, for tests
  *   fault/  wraps another store and fails, delays or truncates its N-th
  *           operation, for fault-injection tests
@@ -298,6 +299,10 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  *                              file:/data/events/ gives file:/data/events
  *                              and ""
  *   s3://BUCKET[/PREFIX]       an S3-compatible bucket; s3a:// is an alias
+ *   abfs://CONTAINER[@ACCOUNT.dfs.core.windows.net][/PREFIX]
+ *                              an Azure Blob Storage container; abfss:// is
+ *                              an alias; params abfs_* (azure/azure.h,
+ *                              docs/OBJECT_STORAGE.md)
  *   mem://NAME[/PREFIX]        an in-memory store (tests); every mem:// URL
  *                              opens a new, empty store
  *
@@ -316,8 +321,9 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  *   allow_http        true to allow a plain http:// endpoint (refused otherwise)
  *   client_timeout    Spice's: a duration bounding each request (default: none,
  *                     a request fails after 30 s without a byte)
- * Other params are ignored, except an unknown name that starts with "s3_",
- * which is TM_EINVALID (a typo would otherwise go unnoticed).
+ * Other params are ignored, except an unknown name that starts with "s3_"
+ * (for s3://) or "abfs_" (for abfs://), which is TM_EINVALID (a typo would
+ * otherwise go unnoticed).
  */
 
 /**
@@ -350,16 +356,8 @@ void tm_objstore_set_open_hook(tm_objstore_open_hook_fn fn, void *payload);
  */
 int tm_objstore_check_params(const char *url, const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
 
-/** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, mem). */
+/** Whether url has a scheme tm_objstore_open_url knows (file, s3, s3a, abfs, abfss, mem). */
 bool tm_objstore_url_supported(const char *url);
 
-/**
- * Copies into out (initialised by the caller) every param whose name starts
- * with prefix, with the prefix removed: prefix "iceberg_" turns
- * iceberg_s3_endpoint into s3_endpoint. Params without the prefix are not
- * copied. For sources whose params configure several stores.
- */
-int tm_objstore_params_pick(tm_kv *out, const tm_kv *params, const char *prefix, tm_error *err)
-    TM_WARN_UNUSED;
 
 #endif

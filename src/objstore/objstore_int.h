@@ -29,6 +29,13 @@ void tm_objstore__dispose(tm_objstore *s);
 int tm_objstore__open_range_input(tm_objstore *s, const char *key, uint64_t size,
                                   tm_input **out, tm_error *err) TM_WARN_UNUSED;
 
+/**
+ * Appends one object to l, taking key (tm_free'd by tm_obj_list_dispose) on
+ * success; on TM_ENOMEM key stays the caller's.
+ */
+int tm_obj_list__push(tm_obj_list *l, char *key, uint64_t size, int64_t mtime_ms, tm_error *err)
+    TM_WARN_UNUSED;
+
 /** Parses a boolean param value (true/false, yes/no, 1/0); TM_EINVALID naming the param. */
 int tm_objstore__param_bool(const char *name, const char *value, bool *out, tm_error *err)
     TM_WARN_UNUSED;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "objstore/azure/azure.h"
 #include "objstore/file/file.h"
 #include "objstore/mem/mem.h"
 #include "objstore/objstore_int.h"
@@ -25,13 +26,8 @@ static const char *after_scheme(const char *url, const char *scheme) {
 
 bool tm_objstore_url_supported(const char *url) {
   return url && (after_scheme(url, "file:") || after_scheme(url, "s3://") ||
-                 after_scheme(url, "s3a://") || after_scheme(url, "mem://"));
-}
-
-int tm_objstore_check_params(const char *url, const tm_kv *params, tm_error *err) {
-  if (url && (after_scheme(url, "s3://") || after_scheme(url, "s3a://")))
-    return tm_objstore_s3_check_params(params, err);
-  return TM_OK;
+                 after_scheme(url, "s3a://") || after_scheme(url, "abfs://") ||
+                 after_scheme(url, "abfss://") || after_scheme(url, "mem://"));
 }
 
 static int open_file_url(tm_objstore **store_out, char **prefix_out, const char *url,
@@ -137,12 +133,58 @@ int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char 
   return TM_OK;
 }
 
+/* Opening a store contacts nothing: a store opened and freed checks the URL and the params. */
+int tm_objstore_check_params(const char *url, const tm_kv *params, tm_error *err) {
+  tm_objstore *store = NULL;
+  char *prefix = NULL;
+  TM_TRY(open_url(&store, &prefix, url, params, err));
+  tm_objstore_free(store);
+  tm_free(prefix);
+  return TM_OK;
+}
+
+/*
+ * abfs://CONTAINER[@HOST][/PATH] (abfss:// alike): the container, the host
+ * after '@' (ACCOUNT.dfs.core.windows.net) or none, and the path as the
+ * prefix, as written.
+ */
+static int open_abfs_url(tm_objstore **store_out, char **prefix_out, const char *url,
+                         const char *rest, const tm_kv *params, tm_error *err) {
+  size_t n = strcspn(rest, "/");
+  const char *at = memchr(rest, '@', n);
+  size_t cn = at ? (size_t)(at - rest) : n;
+  if (cn == 0) return tm_error_set(err, TM_EINVALID, "URL '%s' has no container name", url);
+  if (at && at + 1 == rest + n) return tm_error_set(err, TM_EINVALID, "URL '%s' has no host after '@'", url);
+  const char *path = rest[n] == '/' ? rest + n + 1 : rest + n;
+  if (path[0] == '/')
+    return tm_error_set(err, TM_EINVALID, "URL '%s': '//' after the container name", url);
+  char *container = tm_strndup(rest, cn);
+  char *host = at ? tm_strndup(at + 1, (size_t)(rest + n - at - 1)) : NULL;
+  char *prefix = tm_strdup(path);
+  int rc = (!container || (at && !host) || !prefix) ? tm_error_nomem(err) : TM_OK;
+  for (char *p = host; rc == TM_OK && p && *p; p++)
+    if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+  tm_objstore *s = NULL;
+  if (rc == TM_OK) rc = tm_objstore_azure_new_from_params(&s, container, host, params, err);
+  tm_free(container);
+  tm_free(host);
+  if (rc < 0) {
+    tm_free(prefix);
+    return rc;
+  }
+  *store_out = s;
+  *prefix_out = prefix;
+  return TM_OK;
+}
+
 static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
                     const tm_kv *params, tm_error *err) {
   if (!url || !*url) return tm_error_set(err, TM_EINVALID, "empty object-store URL");
   const char *rest;
   if ((rest = after_scheme(url, "file:")) != NULL)
     return open_file_url(store_out, prefix_out, url, rest, err);
+  if ((rest = after_scheme(url, "abfs://")) != NULL || (rest = after_scheme(url, "abfss://")) != NULL)
+    return open_abfs_url(store_out, prefix_out, url, rest, params, err);
   bool is_s3 = false, is_mem = false;
   if ((rest = after_scheme(url, "s3://")) != NULL || (rest = after_scheme(url, "s3a://")) != NULL)
     is_s3 = true;
@@ -150,7 +192,7 @@ static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
     is_mem = true;
   if (!is_s3 && !is_mem)
     return tm_error_set(err, TM_EUNSUPPORTED,
-                        "URL '%s': unsupported scheme (expected file:, s3:// or s3a://)", url);
+                        "URL '%s': unsupported scheme (expected file:, s3://, s3a://, abfs:// or abfss://)", url);
   char *bucket = NULL, *prefix = NULL;
   TM_TRY(split_bucket(url, rest, &bucket, &prefix, err));
   int rc = TM_OK;
@@ -170,17 +212,6 @@ static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
 }
 
 /* ---- params ---- */
-
-int tm_objstore_params_pick(tm_kv *out, const tm_kv *params, const char *prefix, tm_error *err) {
-  if (!params) return TM_OK;
-  size_t lp = strlen(prefix);
-  for (size_t i = 0; i < params->len; i++) {
-    const tm_kv_pair *p = &params->items[i];
-    if (strncmp(p->key, prefix, lp) != 0 || p->key[lp] == '\0') continue;
-    TM_TRY(tm_kv_set(out, p->key + lp, p->value, err));
-  }
-  return TM_OK;
-}
 
 int tm_objstore__param_bool(const char *name, const char *value, bool *out, tm_error *err) {
   if (tm_parse_bool(value, strlen(value), out) != TM_OK)

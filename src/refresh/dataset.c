@@ -75,6 +75,8 @@ const char *tm_source_kind_name(tm_source_kind k) {
     case TM_SOURCE_ICEBERG_FILE: return "iceberg (file system)";
     case TM_SOURCE_ICEBERG_S3: return "iceberg (s3)";
     case TM_SOURCE_ICEBERG_REST: return "iceberg (REST catalog)";
+    case TM_SOURCE_ABFS: return "abfs";
+    case TM_SOURCE_ICEBERG_ABFS: return "iceberg (abfs)";
   }
   return "?";
 }

@@ -36,7 +36,9 @@ typedef enum tm_source_kind {
   TM_SOURCE_S3,          /* s3://BUCKET/PREFIX */
   TM_SOURCE_ICEBERG_FILE,/* iceberg:file://PATH, iceberg:PATH */
   TM_SOURCE_ICEBERG_S3,  /* iceberg:s3://BUCKET/PREFIX */
-  TM_SOURCE_ICEBERG_REST /* iceberg:http[s]://HOST/v1/namespaces/NS/tables/T */
+  TM_SOURCE_ICEBERG_REST,/* iceberg:http[s]://HOST/v1/namespaces/NS/tables/T */
+  TM_SOURCE_ABFS,        /* abfs[s]://CONTAINER[@ACCOUNT.dfs.core.windows.net]/PATH */
+  TM_SOURCE_ICEBERG_ABFS /* iceberg:abfs[s]://CONTAINER/PATH */
 } tm_source_kind;
 
 typedef struct tm_conflict_def {

@@ -85,13 +85,14 @@ void tm_source__dispose(tm_source *s) {
 }
 
 /*
- * The params of a file or S3 source: the file format's, Spice's
+ * The params of a file, S3 or Azure source: the file format's, Spice's
  * hive_partitioning_enabled (false only), and the object store's (s3_*,
- * allow_http, client_timeout on s3://), whose names and values the store
- * checks.
+ * allow_http, client_timeout on s3://; abfs_*, allow_http on abfs://), whose
+ * names and values the store checks.
  */
 static int check_fileset_params(const char *from, const tm_kv *params, tm_error *err) {
   bool s3 = tm_str_has_prefix(from, "s3://") || tm_str_has_prefix(from, "s3a://");
+  bool abfs = tm_str_has_prefix(from, "abfs://") || tm_str_has_prefix(from, "abfss://");
   static const char *const known[] = {"file_format", "csv_has_header", "csv_delimiter", NULL};
   for (size_t i = 0; params && i < params->len; i++) {
     const char *k = params->items[i].key, *v = params->items[i].value;
@@ -105,18 +106,22 @@ static int check_fileset_params(const char *from, const tm_kv *params, tm_error 
     }
     if (s3 && (tm_str_has_prefix(k, "s3_") || !strcmp(k, "allow_http") || !strcmp(k, "client_timeout")))
       continue;
-    return tm_error_set(err, TM_EINVALID, "unknown param '%s' of a %s source (allowed: file_format, "
+    if (abfs && (tm_str_has_prefix(k, "abfs_") || !strcmp(k, "allow_http"))) continue;
+    return tm_error_set(err, TM_EINVALID, "unknown param '%s' of a%s source (allowed: file_format, "
                         "csv_has_header, csv_delimiter, hive_partitioning_enabled%s)", k,
-                        s3 ? "s3" : "file", s3 ? ", s3_*, allow_http, client_timeout" : "");
+                        s3 ? "n s3" : abfs ? "n abfs" : " file",
+                        s3 ? ", s3_*, allow_http, client_timeout" : abfs ? ", abfs_*, allow_http" : "");
   }
-  return s3 ? tm_objstore_check_params(from, params, err) : TM_OK;
+  /* The store's own names and values, checked by opening it (that contacts nothing). */
+  return s3 || abfs ? tm_objstore_check_params(from, params, err) : TM_OK;
 }
 
 int tm_source_check_params(const char *from, const tm_kv *params, tm_error *err) {
   if (!from) return TM_OK;
   if (tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(params, err);
   if (tm_str_has_prefix(from, "file:") || tm_str_has_prefix(from, "s3://") ||
-      tm_str_has_prefix(from, "s3a://"))
+      tm_str_has_prefix(from, "s3a://") || tm_str_has_prefix(from, "abfs://") ||
+      tm_str_has_prefix(from, "abfss://"))
     return check_fileset_params(from, params, err);
   return TM_OK;
 }
@@ -125,7 +130,8 @@ int tm_source_open(tm_source **out, const tm_source_options *opts, tm_error *err
   const char *from = opts->from;
   if (!from) return tm_error_set(err, TM_EINVALID, "a source needs a 'from'");
   if (tm_str_has_prefix(from, "file:") || tm_str_has_prefix(from, "s3://") ||
-      tm_str_has_prefix(from, "s3a://"))
+      tm_str_has_prefix(from, "s3a://") || tm_str_has_prefix(from, "abfs://") ||
+      tm_str_has_prefix(from, "abfss://"))
     return tm_source__open_fileset(out, opts, err);
   if (tm_str_has_prefix(from, "iceberg:")) return tm_source__open_iceberg(out, opts, err);
   return tm_error_set(err, TM_EINVALID, "unknown source '%s'", from);

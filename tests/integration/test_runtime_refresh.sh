@@ -47,18 +47,31 @@ datasets:
     time_column: ts
     acceleration: {engine: sqlite, mode: memory, refresh_mode: append, retention_check_enabled: true,
                    retention_period: 30d, retention_check_interval: 500ms}
-  - from: s3://bucket/x
+  - from: file:data
     name: broken
-    params: {s3_no_such_param: "1"}
-    acceleration: {engine: sqlite, mode: memory}
+    params: {file_format: jsonl}
+    acceleration: {engine: duckdb, mode: file, params: {duckdb_file: held/broken.duckdb}}
 YAML
+# "broken" cannot load: another process holds its acceleration file (SPEC 1.2;
+# after the 10 s wait the open gives up). Its params are valid: config check
+# refuses bad ones before anything loads.
+mkdir -p "$T/held"
+: > "$T/held/broken.duckdb"
+python3 -c "
+import fcntl, sys, time
+f = open(sys.argv[1], 'r+b')
+fcntl.lockf(f, fcntl.LOCK_EX)
+print('locked', flush=True)
+time.sleep(120)" "$T/held/broken.duckdb" > "$T/holder.out" &
+# (lib.sh's exit trap stops it)
+wait_until 10 grep -q locked "$T/holder.out" || fail "the holder did not lock"
 
 start_server "$T/tidemark.yaml"
 state() { curl -s "$BASE/v1/datasets?status=true" | jq -r ".[] | select(.name == \"$1\") | .status"; }
 status_is() { [[ $(state "$1") == "$2" ]]; }
 
 # A dataset that cannot load is reported and skipped; the others run (issue 8).
-wait_until 20 status_is broken Error || fail "broken dataset not in Error"
+wait_until 30 status_is broken Error || fail "broken dataset not in Error"
 grep -q '\[broken\] dataset not loaded, skipped' "$SERVER_LOG" || fail "the skipped dataset is logged"
 wait_until 20 count_is events 3 || fail "events: refresh at start"
 wait_until 20 count_is ticks 2 || fail "ticks: refresh at start"

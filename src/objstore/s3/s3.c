@@ -1,7 +1,8 @@
 /*
  * s3.c - the S3 object store: the objstore vtable over signed HTTP requests
  * (objstore layer, s3 backend). See s3.h for behaviour and errors,
- * s3_http.c for requests and retries, s3_xml.c for listings.
+ * s3_http.c for signing and errors (requests and retries: objstore/http.c),
+ * s3_xml.c for listings.
  *
  *   stat    HEAD key (404: absent); size from Content-Length, time from
  *           Last-Modified (whole seconds, as HTTP dates are)
@@ -18,16 +19,12 @@
 #include <string.h>
 
 #include "objstore/s3/s3_int.h"
+#include "objstore/xml_int.h"
 #include "util/alloc.h"
 #include "util/str.h"
 #include "util/time.h"
 
 #define MAX_PUT ((uint64_t)5 * 1024 * 1024 * 1024) /* S3's single-PUT limit */
-
-static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
-static CURLcode g_curl_init_rc;
-
-static void curl_init_once(void) { g_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 void tm_s3_options_init(tm_s3_options *o) {
   memset(o, 0, sizeof *o);
@@ -42,103 +39,65 @@ void tm_s3_options_init(tm_s3_options *o) {
 }
 
 static int s3_stat(tm_objstore *base, const char *key, tm_obj_stat *out, tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
   tm_s3_req req = {0};
-  req.method = "HEAD";
-  req.key = key;
-  static const long ok[] = {404};
-  tm_s3_resp resp;
-  TM_TRY(tm_s3__perform(s, &req, ok, 1, &resp, err));
-  if (resp.status == 404) {
-    out->exists = false;
-    return TM_OK;
+  req.http.backend = &req;
+  return tm_http__stat(&((tm_s3_store *)base)->http, &req.http, key, out, err);
+}
+
+typedef struct list_ctx {
+  tm_s3_store *s;
+  const char *prefix;
+  tm_buf body; /* one page, capped at TM_XML_MAX */
+} list_ctx;
+
+/* One ListObjectsV2 page after token (tm_http_page_fn). */
+static int list_page(void *payload, const char *token, tm_obj_list *items, char **next_out,
+                     tm_error *err) {
+  list_ctx *c = payload;
+  tm_sigv4_kv q[4];
+  size_t nq = 0;
+  q[nq++] = (tm_sigv4_kv){"list-type", "2"};
+  q[nq++] = (tm_sigv4_kv){"encoding-type", "url"};
+  if (*c->prefix) q[nq++] = (tm_sigv4_kv){"prefix", c->prefix};
+  if (token) q[nq++] = (tm_sigv4_kv){"continuation-token", token};
+  tm_s3_req req = {0};
+  req.http.method = "GET";
+  req.http.body_out = &c->body;
+  req.query = q;
+  req.n_query = nq;
+  tm_http_resp resp;
+  TM_TRY(tm_s3__perform(c->s, &req, NULL, 0, &resp, err));
+  tm_s3_list_page page;
+  tm_s3_list_page_init(&page);
+  int rc = tm_s3__parse_list(&page, c->body.ptr ? c->body.ptr : "", c->body.len, err);
+  if (rc < 0) {
+    tm_error_prefix(err, "listing s3://%s/%s", c->s->bucket, c->prefix);
+  } else {
+    *items = page.items;
+    tm_obj_list_init(&page.items);
+    if (page.truncated) {
+      *next_out = page.next_token;
+      page.next_token = NULL;
+    }
   }
-  if (!resp.has_content_length)
-    return TM_CORRUPT(err, "s3://%s/%s: HEAD response without Content-Length", s->bucket, key);
-  out->exists = true;
-  out->size = resp.content_length;
-  out->mtime_ms = resp.mtime_ms >= 0 ? resp.mtime_ms : 0;
-  return TM_OK;
+  tm_s3_list_page_dispose(&page);
+  return rc;
 }
 
 static int s3_list(tm_objstore *base, const char *prefix, tm_objstore_list_fn fn, void *payload,
                    tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
-  size_t lp = strlen(prefix);
-  tm_buf body = TM_BUF_INIT(TM_S3_XML_MAX);
-  char *token = NULL, *last_key = NULL;
-  int rc = TM_OK;
-  for (;;) {
-    tm_sigv4_kv q[4];
-    size_t nq = 0;
-    q[nq++] = (tm_sigv4_kv){"list-type", "2"};
-    q[nq++] = (tm_sigv4_kv){"encoding-type", "url"};
-    if (lp) q[nq++] = (tm_sigv4_kv){"prefix", prefix};
-    if (token) q[nq++] = (tm_sigv4_kv){"continuation-token", token};
-    tm_s3_req req = {0};
-    req.method = "GET";
-    req.query = q;
-    req.n_query = nq;
-    req.body_out = &body;
-    tm_s3_resp resp;
-    rc = tm_s3__perform(s, &req, NULL, 0, &resp, err);
-    if (rc < 0) break;
-    tm_s3_list_page page;
-    tm_s3_list_page_init(&page);
-    rc = tm_s3__parse_list(&page, body.ptr ? body.ptr : "", body.len, err);
-    if (rc < 0) tm_error_prefix(err, "listing s3://%s/%s", s->bucket, prefix);
-    for (size_t i = 0; rc == TM_OK && i < page.items.len; i++) {
-      const tm_obj_info *it = &page.items.items[i];
-      if (strncmp(it->key, prefix, lp) != 0) {
-        rc = TM_CORRUPT(err, "listing s3://%s/%s: the server returned key '%s' outside the prefix",
-                        s->bucket, prefix, it->key);
-      } else if (last_key && strcmp(it->key, last_key) <= 0) {
-        rc = TM_CORRUPT(err, "listing s3://%s/%s: key '%s' is not after '%s'", s->bucket, prefix,
-                        it->key, last_key);
-      } else {
-        rc = fn(it, payload);
-        tm_free(last_key);
-        last_key = tm_strdup(it->key);
-        if (!last_key && rc == TM_OK) rc = tm_error_nomem(err);
-      }
-    }
-    bool more = page.truncated;
-    char *next = page.next_token;
-    page.next_token = NULL;
-    tm_s3_list_page_dispose(&page);
-    if (rc < 0 || rc == TM_ITEROVER || !more) {
-      tm_free(next);
-      break;
-    }
-    if (token && strcmp(token, next) == 0) {
-      tm_free(next);
-      rc = TM_CORRUPT(err, "listing s3://%s/%s: the server repeated a continuation token",
-                      s->bucket, prefix);
-      break;
-    }
-    tm_free(token);
-    token = next;
-  }
-  if (rc == TM_ITEROVER) rc = TM_OK;
-  tm_free(token);
-  tm_free(last_key);
-  tm_buf_dispose(&body);
+  list_ctx c = {(tm_s3_store *)base, prefix, TM_BUF_INIT(TM_XML_MAX)};
+  int rc = tm_http__list_paged(base, prefix, list_page, &c, fn, payload, err);
+  tm_buf_dispose(&c.body);
   return rc;
 }
 
 static int s3_get(tm_objstore *base, const char *key, uint64_t off, uint64_t len,
                   tm_objstore_sink_fn sink, void *payload, tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
   tm_s3_req req = {0};
-  req.method = "GET";
-  req.key = key;
-  req.off = off;
-  req.len = len;
-  req.sink = sink;
-  req.sink_payload = payload;
-  static const long ok[] = {416}; /* a range starting at or past the end */
-  tm_s3_resp resp;
-  return tm_s3__perform(s, &req, ok, 1, &resp, err);
+  req.http.backend = &req;
+  return tm_http__get(&((tm_s3_store *)base)->http, &req.http, key, off, len, sink, payload,
+                      err);
 }
 
 static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned flags,
@@ -154,32 +113,25 @@ static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned f
   char sha[TM_SHA256_HEX_LEN + 1];
   TM_TRY(tm_sha256__hex_input(sha, body, err));
   tm_s3_req req = {0};
-  req.method = "PUT";
-  req.key = key;
-  req.upload = body;
-  req.upload_len = size;
+  req.http.method = "PUT";
+  req.http.key = key;
+  req.http.upload = body;
+  req.http.upload_len = size;
+  req.http.if_none_match = (flags & TM_OBJ_PUT_IF_ABSENT) ? "*" : NULL;
   req.upload_sha256 = sha;
-  req.if_none_match = (flags & TM_OBJ_PUT_IF_ABSENT) ? "*" : NULL;
-  tm_s3_resp resp;
+  tm_http_resp resp;
   return tm_s3__perform(s, &req, NULL, 0, &resp, err);
 }
 
 static int s3_del(tm_objstore *base, const char *key, tm_error *err) {
-  tm_s3_store *s = (tm_s3_store *)base;
   tm_s3_req req = {0};
-  req.method = "DELETE";
-  req.key = key;
-  static const long ok[] = {404};
-  tm_s3_resp resp;
-  return tm_s3__perform(s, &req, ok, 1, &resp, err);
+  req.http.backend = &req;
+  return tm_http__delete(&((tm_s3_store *)base)->http, &req.http, key, err);
 }
 
 static void s3_free(tm_objstore *base) {
   tm_s3_store *s = (tm_s3_store *)base;
-  for (int i = 0; i < s->n_idle; i++) curl_easy_cleanup(s->idle[i]);
-  if (s->share) curl_share_cleanup(s->share);
-  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&s->share_locks[i]);
-  pthread_mutex_destroy(&s->pool_lock);
+  tm_http__client_dispose(&s->http);
   if (s->secret_key) memset(s->secret_key, 0, strlen(s->secret_key));
   tm_free(s->bucket);
   tm_free(s->host);
@@ -196,19 +148,6 @@ static void s3_free(tm_objstore *base) {
 static const tm_objstore_vtable k_s3_vt =
     TM_OBJSTORE_VTABLE_INIT("s3", s3_stat, s3_list, s3_get, s3_put, s3_del, NULL, s3_free);
 
-static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *userp) {
-  TM_UNUSED(h);
-  TM_UNUSED(access);
-  tm_s3_store *s = userp;
-  if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) pthread_mutex_lock(&s->share_locks[data]);
-}
-
-static void share_unlock(CURL *h, curl_lock_data data, void *userp) {
-  TM_UNUSED(h);
-  tm_s3_store *s = userp;
-  if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) pthread_mutex_unlock(&s->share_locks[data]);
-}
-
 static bool valid_bucket(const char *b) {
   size_t n = strlen(b);
   if (n == 0 || n > 255) return false;
@@ -223,56 +162,6 @@ static bool valid_bucket(const char *b) {
 
 static char *dup_or_null(const char *s) { return s && *s ? tm_strdup(s) : NULL; }
 
-/*
- * Splits an endpoint "http[s]://authority[/base]" into its parts.
- * *authority_out and *base_out (no trailing '/'; "" when absent): tm_free.
- */
-static int parse_endpoint(const char *ep, bool allow_http, bool *https_out, char **authority_out,
-                          char **base_out, tm_error *err) {
-  const char *rest;
-  bool https;
-  if (strncmp(ep, "https://", 8) == 0) {
-    https = true;
-    rest = ep + 8;
-  } else if (strncmp(ep, "http://", 7) == 0) {
-    https = false;
-    rest = ep + 7;
-  } else {
-    return tm_error_set(err, TM_EINVALID,
-                        "s3_endpoint '%s' must start with https:// (or http:// with allow_http)",
-                        ep);
-  }
-  if (!https && !allow_http)
-    return tm_error_set(err, TM_EINVALID,
-                        "s3_endpoint '%s' is plain http; set allow_http: true to allow it", ep);
-  size_t alen = strcspn(rest, "/");
-  if (alen == 0) return tm_error_set(err, TM_EINVALID, "s3_endpoint '%s' has no host", ep);
-  for (const char *p = ep; *p; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (c <= ' ' || c == 0x7f || c == '?' || c == '#' || c == '\\')
-      return tm_error_set(err, TM_EINVALID, "s3_endpoint '%s' has a '%c'", ep, c > ' ' ? c : '?');
-  }
-  if (memchr(rest, '@', alen))
-    return tm_error_set(err, TM_EINVALID,
-                        "s3_endpoint '%s': credentials belong in s3_key and s3_secret", ep);
-  char *authority = tm_strndup(rest, alen);
-  const char *base = rest + alen;
-  size_t blen = strlen(base);
-  while (blen > 0 && base[blen - 1] == '/') blen--;
-  char *b = tm_strndup(base, blen);
-  if (!authority || !b) {
-    tm_free(authority);
-    tm_free(b);
-    return tm_error_nomem(err);
-  }
-  for (char *p = authority; *p; p++)
-    if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
-  *https_out = https;
-  *authority_out = authority;
-  *base_out = b;
-  return TM_OK;
-}
-
 int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err) {
   if (!o || o->version != TM_S3_OPTIONS_VERSION)
     return tm_error_set(err, TM_EINVALID, "s3 store: options version mismatch");
@@ -284,21 +173,23 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
     return tm_error_set(err, TM_EINVALID, "s3 store for bucket '%s': %s", o->bucket,
                         has_key ? "s3_key is set but s3_secret is not"
                                 : "s3_secret is set but s3_key is not");
-  if (o->max_retries < 0 || o->max_retries > 100 || o->retry_base_ms < 0 ||
-      o->retry_max_ms < o->retry_base_ms || o->connect_timeout_ms <= 0 ||
-      o->request_timeout_ms < 0 || o->stall_timeout_ms <= 0 || o->max_idle_handles < 0)
-    return tm_error_set(err, TM_EINVALID, "s3 store: invalid retry or timeout options");
-  pthread_once(&g_curl_once, curl_init_once);
-  if (g_curl_init_rc != CURLE_OK)
-    return tm_error_set(err, TM_ERROR, "libcurl initialisation failed: %s",
-                        curl_easy_strerror(g_curl_init_rc));
+  tm_http_options ho;
+  tm_http_options_init(&ho);
+  ho.max_retries = o->max_retries;
+  ho.retry_base_ms = o->retry_base_ms;
+  ho.retry_max_ms = o->retry_max_ms;
+  ho.connect_timeout_ms = o->connect_timeout_ms;
+  ho.request_timeout_ms = o->request_timeout_ms;
+  ho.stall_timeout_ms = o->stall_timeout_ms;
+  ho.max_idle_handles = o->max_idle_handles;
 
   const char *region = o->region && *o->region ? o->region : "us-east-1";
   bool https = true;
   char *authority = NULL, *basepath = NULL;
   int rc;
   if (o->endpoint && *o->endpoint) {
-    TM_TRY(parse_endpoint(o->endpoint, o->allow_http, &https, &authority, &basepath, err));
+    TM_TRY(tm_http__parse_endpoint(o->endpoint, "s3_endpoint", "s3_key and s3_secret",
+                                   o->allow_http, &https, &authority, &basepath, err));
   } else {
     authority = tm_asprintf("s3.%s.amazonaws.com", region);
     basepath = tm_strdup("");
@@ -321,13 +212,9 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
     tm_free(basepath);
     return tm_error_nomem(err);
   }
-  pthread_mutex_init(&s->pool_lock, NULL);
-  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&s->share_locks[i], NULL);
   rc = tm_objstore__init(&s->base, &k_s3_vt, name, err);
   tm_free(name);
   if (rc < 0) {
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&s->share_locks[i]);
-    pthread_mutex_destroy(&s->pool_lock);
     tm_free(s);
     tm_free(authority);
     tm_free(basepath);
@@ -350,28 +237,27 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
   s->access_key = dup_or_null(o->access_key);
   s->secret_key = dup_or_null(o->secret_key);
   s->session_token = dup_or_null(o->session_token);
-  s->share = curl_share_init();
   tm_free(authority);
   tm_free(basepath);
   if (!s->bucket || !s->region || !s->endpoint_desc || !s->host || !s->path_prefix ||
       (has_key && (!s->access_key || !s->secret_key)) ||
-      (o->session_token && *o->session_token && !s->session_token) || !s->share) {
+      (o->session_token && *o->session_token && !s->session_token)) {
     s3_free(&s->base);
     return tm_error_nomem(err);
   }
-  curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
-  curl_share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-  curl_share_setopt(s->share, CURLSHOPT_USERDATA, s);
-  curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-  curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-  curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  rc = tm_http__client_init(&s->http, &s->base, tm_s3__http_backend(), s, s->endpoint_desc, &ho,
+                            err);
+  if (rc < 0) {
+    s3_free(&s->base);
+    return rc;
+  }
   *out = &s->base;
   return TM_OK;
 }
 
 uint64_t tm_objstore_s3_connections(tm_objstore *base) {
   if (base->vt != &k_s3_vt) return 0;
-  return __atomic_load_n(&((tm_s3_store *)base)->connections, __ATOMIC_RELAXED);
+  return tm_http__connections(&((tm_s3_store *)base)->http);
 }
 
 /* ---- params ---- */
@@ -460,12 +346,6 @@ static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
                           e.message[0] ? ": " : "", e.message);
   }
   return TM_OK;
-}
-
-int tm_objstore_s3_check_params(const tm_kv *params, tm_error *err) {
-  tm_s3_options o;
-  tm_s3_options_init(&o);
-  return read_params(&o, params, err);
 }
 
 int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,

@@ -74,9 +74,6 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *opts, tm_error *e
 int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
                                    tm_error *err) TM_WARN_UNUSED;
 
-/** Checks params as tm_objstore_s3_new_from_params does, contacting nothing. */
-int tm_objstore_s3_check_params(const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
-
 /** New connections the store has opened (for tests of connection reuse). */
 uint64_t tm_objstore_s3_connections(tm_objstore *s);
 

@@ -4,35 +4,27 @@
  *
  *   sigv4.c   AWS Signature Version 4: canonical request, string to sign,
  *             signing key, Authorization header (OpenSSL SHA-256/HMAC)
- *   s3_xml.c  a small bounded XML scanner for the two documents S3 sends
- *             us: ListObjectsV2 results and error bodies
- *   s3_http.c one signed HTTP request through libcurl, with a shared
- *             connection pool, retries and error mapping
+ *   s3_xml.c  the two documents S3 sends us: ListObjectsV2 results and
+ *             error bodies
+ *   s3_http.c how one request is addressed, signed and its errors worded,
+ *             for the shared HTTP client (objstore/http.c)
  *   s3.c      the objstore vtable on top of those
  *
- * What the XML scanner trusts (nothing; responses are hostile input):
- *   - the whole document is in memory, at most TM_S3_XML_MAX bytes;
- *   - elements nest at most 16 deep, names are at most 64 bytes, the text
- *     of one element at most TM_S3_XML_TEXT_MAX bytes after decoding;
- *   - start and end tags must match; the five predefined entities and
- *     numeric character references (1..0x10FFFF, not surrogates) are
- *     decoded; CDATA is copied; comments and <?...?> are skipped;
- *     <!DOCTYPE> is refused (no entity expansion, ever);
- *   - namespace prefixes on element names are ignored ("s3:Key" is Key);
- *   - in a listing, every <Contents> needs Key, Size (a decimal uint64)
- *     and LastModified (RFC 3339); a truncated page needs a non-empty
- *     NextContinuationToken; keys are URL-decoded only when the document
- *     says <EncodingType>url</EncodingType>.
+ * XML is read with the shared bounded scanner (objstore/xml_int.h lists what
+ * it accepts); HTTP goes through the shared client (objstore/http_int.h:
+ * pool, retries, ranged bodies, error classes). In a listing, every
+ * <Contents> needs Key, Size (a decimal uint64) and LastModified (RFC
+ * 3339); a truncated page needs a non-empty NextContinuationToken; keys are
+ * URL-decoded only when the document says <EncodingType>url</EncodingType>.
  */
 #ifndef TM_OBJSTORE_S3_S3_INT_H
 #define TM_OBJSTORE_S3_S3_INT_H
 
-#include <curl/curl.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "objstore/http_int.h"
 #include "objstore/objstore_int.h"
 #include "objstore/s3/s3.h"
 #include "util/buf.h"
@@ -64,12 +56,7 @@ typedef struct tm_sigv4_request {
   const char *secret_key;
 } tm_sigv4_request;
 
-/**
- * Percent-encodes s (len bytes) as SigV4 requires: A-Z a-z 0-9 - _ . ~ stay,
- * every other byte becomes %XX (uppercase hex); '/' stays when keep_slash.
- */
-int tm_sigv4__uri_encode(tm_buf *out, const char *s, size_t len, bool keep_slash,
-                         tm_error *err) TM_WARN_UNUSED;
+/* Percent-encoding as SigV4 requires is tm_http__uri_encode (objstore/http_int.h). */
 /** The canonical query string: encoded pairs sorted by name then value, '&'-joined. */
 int tm_sigv4__canonical_query(tm_buf *out, const tm_sigv4_kv *query, size_t n, tm_error *err)
     TM_WARN_UNUSED;
@@ -101,8 +88,6 @@ void tm_sigv4__amz_date(char out[17], int64_t unix_sec);
 
 /* ---- XML ---------------------------------------------------------------------- */
 
-#define TM_S3_XML_MAX (16u * 1024 * 1024)
-#define TM_S3_XML_TEXT_MAX 8192u
 
 /** One page of a ListObjectsV2 response. */
 typedef struct tm_s3_list_page {
@@ -132,8 +117,6 @@ void tm_s3__parse_error(const char *xml, size_t len, char *code, size_t code_cap
 
 /* ---- HTTP --------------------------------------------------------------------- */
 
-#define TM_S3_MAX_IDLE 64
-
 /* One bucket on one endpoint. Strings are owned and fixed after creation. */
 typedef struct tm_s3_store {
   tm_objstore base;
@@ -147,48 +130,22 @@ typedef struct tm_s3_store {
   char *secret_key;
   char *session_token; /* NULL: none */
   tm_s3_options opts;  /* numbers only; its string pointers are not used after creation */
-  pthread_mutex_t pool_lock;          /* guards idle, n_idle */
-  CURL *idle[TM_S3_MAX_IDLE];         /* easy handles ready for reuse */
-  int n_idle;
-  CURLSH *share;                      /* connection, DNS and TLS-session caches */
-  pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
-  uint64_t connections;               /* atomic: new connections opened */
+  tm_http_client http; /* pool, retries */
 } tm_s3_store;
 
-/** One logical request; s3_http.c signs, sends and retries it. */
+/** One logical request: the shared part, and what SigV4 signs besides it. */
 typedef struct tm_s3_req {
-  const char *method;         /* GET, HEAD, PUT, DELETE */
-  const char *key;            /* object key, or NULL for a bucket request (list) */
-  const tm_sigv4_kv *query;   /* raw names and values */
+  tm_http_req http;          /* method, key, range, sink, upload (http.backend: set by perform) */
+  const tm_sigv4_kv *query;  /* raw names and values */
   size_t n_query;
-  /* Ranged body (GET): bytes [off, off+len) of the object go to sink. */
-  uint64_t off;
-  uint64_t len;               /* TM_OBJ_TO_END: to the end */
-  tm_objstore_sink_fn sink;   /* NULL: the body goes to `body_out` */
-  void *sink_payload;
-  tm_buf *body_out;           /* a capped buffer for XML bodies (list) */
-  /* Upload (PUT). */
-  tm_input *upload;
-  uint64_t upload_len;
-  const char *upload_sha256;  /* hex */
-  const char *if_none_match;  /* "*" for create-only puts, or NULL */
+  const char *upload_sha256; /* hex, with an upload */
 } tm_s3_req;
 
-/** What came back. */
-typedef struct tm_s3_resp {
-  long status;                /* HTTP status of the last attempt */
-  uint64_t content_length;    /* from the headers (HEAD) */
-  bool has_content_length;
-  int64_t mtime_ms;           /* Last-Modified (HEAD), or -1 */
-  uint64_t delivered;         /* body bytes handed to the sink */
-} tm_s3_resp;
+/** The shared client's callbacks for S3 (s3_http.c). */
+const tm_http_backend *tm_s3__http_backend(void);
 
-/**
- * Performs req with retries. Status codes other than 2xx become errors
- * except those listed in ok_statuses (e.g. 404 for HEAD and DELETE, 416 for
- * a ranged GET at the end), which return TM_OK with resp->status set.
- */
-int tm_s3__perform(tm_s3_store *s, const tm_s3_req *req, const long *ok_statuses,
-                   size_t n_ok, tm_s3_resp *resp, tm_error *err) TM_WARN_UNUSED;
+/** Performs req through s->http (tm_http__perform). */
+int tm_s3__perform(tm_s3_store *s, tm_s3_req *req, const long *ok_statuses, size_t n_ok,
+                   tm_http_resp *resp, tm_error *err) TM_WARN_UNUSED;
 
 #endif

@@ -104,25 +104,6 @@ void tm_sigv4__amz_date(char out[17], int64_t unix_sec) {
   strftime(out, 17, "%Y%m%dT%H%M%SZ", &tmv);
 }
 
-static bool unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '_' || c == '.' || c == '~';
-}
-
-int tm_sigv4__uri_encode(tm_buf *out, const char *s, size_t len, bool keep_slash,
-                         tm_error *err) {
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (unreserved(c) || (keep_slash && c == '/')) {
-      TM_TRY(tm_buf_putc(out, (char)c, err));
-    } else {
-      char e[3] = {'%', "0123456789ABCDEF"[c >> 4], "0123456789ABCDEF"[c & 15]};
-      TM_TRY(tm_buf_append(out, e, 3, err));
-    }
-  }
-  return TM_OK;
-}
-
 /* ---- canonical query ---- */
 
 typedef struct enc_pair {
@@ -139,7 +120,7 @@ static int cmp_pair(const void *a, const void *b) {
 /* A percent-encoded copy of s (tm_free), or NULL when out of memory. */
 static char *encode_dup(const char *s) {
   tm_buf b = TM_BUF_INIT(TM_BUF_UNLIMITED);
-  if (tm_sigv4__uri_encode(&b, s, strlen(s), false, NULL) < 0) {
+  if (tm_http__uri_encode(&b, s, strlen(s), false, NULL) < 0) {
     tm_buf_dispose(&b);
     return NULL;
   }
@@ -262,7 +243,7 @@ static int signed_headers_only(tm_buf *signed_out, const tm_sigv4_request *req, 
 int tm_sigv4__canonical_request(tm_buf *out, const tm_sigv4_request *req, tm_error *err) {
   tm_buf signed_h = TM_BUF_INIT(TM_BUF_UNLIMITED);
   int rc = tm_buf_printf(out, err, "%s\n", req->method);
-  if (rc == TM_OK) rc = tm_sigv4__uri_encode(out, req->path, strlen(req->path), true, err);
+  if (rc == TM_OK) rc = tm_http__uri_encode(out, req->path, strlen(req->path), true, err);
   if (rc == TM_OK) rc = tm_buf_putc(out, '\n', err);
   if (rc == TM_OK) rc = tm_sigv4__canonical_query(out, req->query, req->n_query, err);
   if (rc == TM_OK) rc = tm_buf_putc(out, '\n', err);

@@ -69,7 +69,8 @@ static int get_time_format(ctx *c, yaml_node_t *n, tm_time_format *out) {
 /* Classifies `from` (SPEC 4). */
 static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *out) {
   static const char allowed[] =
-      "file:PATH, file://PATH, s3://BUCKET/PREFIX, iceberg:file://PATH, iceberg:s3://BUCKET/PATH, "
+      "file:PATH, file://PATH, s3://BUCKET/PREFIX, abfs://CONTAINER/PATH, iceberg:file://PATH, "
+      "iceberg:s3://BUCKET/PATH, iceberg:abfs://CONTAINER/PATH, "
       "iceberg:http(s)://HOST/v1/namespaces/NS/tables/T";
   const char *rest;
   if (tm_str_has_prefix(from, "iceberg:")) {
@@ -81,6 +82,8 @@ static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *
       *out = TM_SOURCE_ICEBERG_REST;
     } else if (tm_str_has_prefix(rest, "s3://") || tm_str_has_prefix(rest, "s3a://")) {
       *out = TM_SOURCE_ICEBERG_S3;
+    } else if (tm_str_has_prefix(rest, "abfs://") || tm_str_has_prefix(rest, "abfss://")) {
+      *out = TM_SOURCE_ICEBERG_ABFS;
     } else if (tm_str_has_prefix(rest, "file:")) {
       *out = TM_SOURCE_ICEBERG_FILE;
     } else {
@@ -93,6 +96,11 @@ static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *
     rest = strstr(from, "://") + 3;
     if (!*rest || *rest == '/') return tm_cfg__fail(c, n, "source '%s' names no bucket", from);
     *out = TM_SOURCE_S3;
+  } else if (tm_str_has_prefix(from, "abfs://") || tm_str_has_prefix(from, "abfss://")) {
+    rest = strstr(from, "://") + 3;
+    if (!*rest || *rest == '/' || *rest == '@')
+      return tm_cfg__fail(c, n, "source '%s' names no container", from);
+    *out = TM_SOURCE_ABFS;
   } else {
     return tm_cfg__fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
   }
@@ -184,8 +192,12 @@ static int read_location(ctx *c, yaml_node_t *v, void *field, void *obj) {
   char **loc = field;
   TM_TRY(tm_cfg__get_string(c, v, loc));
   if (!tm_str_has_prefix(*loc, "file://") && !tm_str_has_prefix(*loc, "file:") &&
-      !tm_str_has_prefix(*loc, "s3://"))
-    return tm_cfg__fail(c, v, "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX)", *loc);
+      !tm_str_has_prefix(*loc, "s3://") && !tm_str_has_prefix(*loc, "abfs://") &&
+      !tm_str_has_prefix(*loc, "abfss://"))
+    return tm_cfg__fail(c, v,
+                        "bad location '%s' (allowed: file://PATH, s3://BUCKET/PREFIX, "
+                        "abfs://CONTAINER/PREFIX)",
+                        *loc);
   return TM_OK;
 }
 
@@ -440,10 +452,11 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
     }
   }
   if (d->time_column && strcmp(d->time_column, "last_modified") == 0 &&
-      d->source_kind != TM_SOURCE_FILE && d->source_kind != TM_SOURCE_S3) {
+      d->source_kind != TM_SOURCE_FILE && d->source_kind != TM_SOURCE_S3 &&
+      d->source_kind != TM_SOURCE_ABFS) {
     size_t old = tm_cfg__path_push_key(c, "time_column");
     int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "time_column"),
-                  "last_modified is a file property: it needs a file: or s3:// source (SPEC A7)");
+                  "last_modified is a file property: it needs a file:, s3:// or abfs:// source (SPEC A7)");
     tm_cfg__path_pop(c, old);
     return rc;
   }

@@ -697,8 +697,9 @@ static int open_remote(fileset *fs, const char *url, const tm_kv *params, tm_err
     tm_free(prefix);
     return tm_error_nomem(err);
   }
-  fs->maybe_file = prefix[0] && format_of(fs, prefix) != FMT_UNKNOWN;
   size_t len = strlen(prefix);
+  /* A trailing '/' is always a folder, also when file_format names a format. */
+  fs->maybe_file = len > 0 && prefix[len - 1] != '/' && format_of(fs, prefix) != FMT_UNKNOWN;
   if (len > 0 && prefix[len - 1] != '/' && !fs->maybe_file) {
     char *folder = tm_asprintf("%s/", prefix);
     tm_free(prefix);

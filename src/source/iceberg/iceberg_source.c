@@ -54,7 +54,7 @@ typedef struct ice_source {
   char *location_from;     /* owned or NULL */
   char *location_to;       /* owned or NULL */
   char *base_dir;          /* owned or NULL: relative local paths */
-  tm_kv s3_params;         /* params for s3:// files */
+  tm_kv s3_params;         /* params for the stores of s3:// and abfs:// files */
   tm_kv rest_params;       /* the dataset params (token, warehouse) */
   char *rest_url;          /* owned */
   store_slot stores[MAX_STORES];
@@ -485,17 +485,36 @@ int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
         return tm_error_set(err, TM_EINVALID, "param '%s': bad value '%s' (allowed: true, false)", k, v);
       continue;
     }
-    /* iceberg_s3_* and s3_* go to the object stores, which check their names when they open. */
-    if (tm_str_has_prefix(k, "iceberg_s3_") || tm_str_has_prefix(k, "s3_")) continue;
+    /* iceberg_s3_*, iceberg_abfs_*, s3_* and abfs_* go to the object stores, which check their
+     * names when they open. */
+    if (tm_str_has_prefix(k, "iceberg_s3_") || tm_str_has_prefix(k, "s3_") ||
+        tm_str_has_prefix(k, "iceberg_abfs_") || tm_str_has_prefix(k, "abfs_"))
+      continue;
     if (strcmp(k, "token") == 0 || strcmp(k, "warehouse") == 0 || strcmp(k, "metadata_location") == 0)
       return tm_error_set(err, TM_EINVALID, "unknown param '%s' of the Iceberg connector: Spice's "
                           "name is '%s'", k, strcmp(k, "token") == 0 ? "iceberg_token"
                           : strcmp(k, "warehouse") == 0 ? "iceberg_warehouse" : "metadata_path");
     return tm_error_set(err, TM_EINVALID, "unknown param '%s' of the Iceberg connector (allowed: "
                         "iceberg_token, iceberg_warehouse, metadata_path, iceberg_s3_*, s3_*, "
-                        "allow_http, location_from, location_to)", k);
+                        "iceberg_abfs_*, abfs_*, allow_http, location_from, location_to)", k);
   }
-  return TM_OK;
+  /* The S3 settings of the table's files, checked as their stores will check them. */
+  tm_kv s3;
+  tm_kv_init(&s3);
+  int rc = TM_OK;
+  for (size_t i = 0; rc == TM_OK && params && i < params->len; i++) {
+    const char *k = params->items[i].key, *v = params->items[i].value;
+    if (!tm_str_has_prefix(k, "iceberg_s3_") && !tm_str_has_prefix(k, "s3_") && strcmp(k, "allow_http") != 0)
+      continue;
+    const char *as = tm_str_has_prefix(k, "iceberg_s3_") ? k + strlen("iceberg_") : k;
+    for (size_t j = 0; j < sizeof k_ice_s3_names / sizeof k_ice_s3_names[0]; j++)
+      if (strcmp(k, k_ice_s3_names[j][0]) == 0) as = k_ice_s3_names[j][1];
+    if (strcmp(as, "s3_url_style") == 0 && tm_str_has_prefix(k, "iceberg_")) v = "path";
+    rc = tm_kv_set(&s3, as, v, err);
+  }
+  if (rc == TM_OK && s3.len) rc = tm_objstore_check_params("s3://tidemark-check/", &s3, err);
+  tm_kv_dispose(&s3);
+  return rc;
 }
 
 static int copy_param(const tm_kv *params, const char *key, char **out, tm_error *err) {
@@ -529,10 +548,11 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
   if (rc == TM_OK) rc = copy_param(params, "location_from", &s->location_from, err);
   if (rc == TM_OK) rc = copy_param(params, "location_to", &s->location_to, err);
   if (rc == TM_OK && params) {
-    /* iceberg_s3_X is the s3_X param of the table's files' stores, under Spice's names. */
+    /* iceberg_s3_X / iceberg_abfs_X are the s3_X / abfs_X params of the table's files' stores
+     * (the S3 ones under Spice's names too). */
     for (size_t i = 0; rc == TM_OK && i < params->len; i++) {
       const char *k = params->items[i].key, *v = params->items[i].value;
-      if (!tm_str_has_prefix(k, "iceberg_s3_")) continue;
+      if (!tm_str_has_prefix(k, "iceberg_s3_") && !tm_str_has_prefix(k, "iceberg_abfs_")) continue;
       const char *as = NULL;
       for (size_t j = 0; !as && j < sizeof k_ice_s3_names / sizeof k_ice_s3_names[0]; j++)
         if (strcmp(k, k_ice_s3_names[j][0]) == 0) as = k_ice_s3_names[j][1];
@@ -540,7 +560,8 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
       rc = tm_kv_set(&s->s3_params, as ? as : k + strlen("iceberg_"), v, err);
     }
     for (size_t i = 0; rc == TM_OK && i < params->len; i++)
-      if (tm_str_has_prefix(params->items[i].key, "s3_") || !strcmp(params->items[i].key, "allow_http"))
+      if (tm_str_has_prefix(params->items[i].key, "s3_") ||
+          tm_str_has_prefix(params->items[i].key, "abfs_") || !strcmp(params->items[i].key, "allow_http"))
         if (!tm_kv_get(&s->s3_params, params->items[i].key))
           rc = tm_kv_set(&s->s3_params, params->items[i].key, params->items[i].value, err);
   }
@@ -550,7 +571,8 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
       s->kind = ICE_REST;
       s->rest_url = tm_strdup(spec);
       if (!s->rest_url) rc = tm_error_nomem(err);
-    } else if (tm_str_has_prefix(spec, "s3://") || tm_str_has_prefix(spec, "s3a://")) {
+    } else if (tm_str_has_prefix(spec, "s3://") || tm_str_has_prefix(spec, "s3a://") ||
+               tm_str_has_prefix(spec, "abfs://") || tm_str_has_prefix(spec, "abfss://")) {
       s->kind = ICE_S3;
       s->root = tm_strdup(spec);
       if (!s->root) rc = tm_error_nomem(err);

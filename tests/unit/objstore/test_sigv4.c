@@ -298,10 +298,10 @@ TM_TEST(sigv4_uri_encoding_and_dates) {
   tm_error err;
   tm_buf b = TM_BUF_INIT(TM_BUF_UNLIMITED);
   const char *raw = "a b/c+d=e&f%g~h_i.j-k\xc3\xa9";
-  TM_ASSERT_OK(tm_sigv4__uri_encode(&b, raw, strlen(raw), true, &err), &err);
+  TM_ASSERT_OK(tm_http__uri_encode(&b, raw, strlen(raw), true, &err), &err);
   TM_ASSERT_STR_EQ(tm_buf_cstr(&b), "a%20b/c%2Bd%3De%26f%25g~h_i.j-k%C3%A9");
   tm_buf_clear(&b);
-  TM_ASSERT_OK(tm_sigv4__uri_encode(&b, "x/y", 3, false, &err), &err);
+  TM_ASSERT_OK(tm_http__uri_encode(&b, "x/y", 3, false, &err), &err);
   TM_ASSERT_STR_EQ(tm_buf_cstr(&b), "x%2Fy");
   tm_buf_dispose(&b);
   char d[17];

@@ -146,21 +146,35 @@ TM_TEST(url_s3_env_fallbacks) {
   clear_aws_env();
 }
 
-TM_TEST(url_params_pick_by_prefix) {
+/* Spice's s3_auth and client_timeout, and the checks config check runs (contacting nothing). */
+TM_TEST(url_check_params_as_open_does) {
   tm_error err;
-  tm_kv p, out;
+  tm_kv p;
   tm_kv_init(&p);
-  tm_kv_init(&out);
-  TM_ASSERT_OK(tm_kv_set(&p, "iceberg_s3_endpoint", "https://e", &err), &err);
-  TM_ASSERT_OK(tm_kv_set(&p, "iceberg_s3_region", "eu-west-1", &err), &err);
-  TM_ASSERT_OK(tm_kv_set(&p, "s3_region", "us-east-2", &err), &err);
-  TM_ASSERT_OK(tm_kv_set(&p, "iceberg_", "empty name", &err), &err);
-  TM_ASSERT_OK(tm_objstore_params_pick(&out, &p, "iceberg_", &err), &err);
-  TM_ASSERT_INT_EQ(out.len, 2);
-  TM_ASSERT_STR_EQ(tm_kv_get(&out, "s3_endpoint"), "https://e");
-  TM_ASSERT_STR_EQ(tm_kv_get(&out, "s3_region"), "eu-west-1");
-  TM_ASSERT_OK(tm_objstore_params_pick(&out, NULL, "x_", &err), &err);
-  tm_kv_dispose(&out);
+  clear_aws_env();
+  TM_ASSERT_OK(tm_kv_set(&p, "s3_auth", "key", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&p, "s3_key", "AK", &err), &err);
+  TM_ASSERT_RC(tm_objstore_check_params("s3://b/x/", &p, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "s3_auth: key needs s3_key and s3_secret");
+  TM_ASSERT_OK(tm_kv_set(&p, "s3_secret", "SK", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&p, "client_timeout", "45s", &err), &err);
+  TM_ASSERT_OK(tm_objstore_check_params("s3://b/x/", &p, &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&p, "s3_auth", "public", &err), &err);
+  TM_ASSERT_RC(tm_objstore_check_params("s3://b/x/", &p, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "s3_auth: public takes no s3_key or s3_secret");
+  TM_ASSERT_OK(tm_kv_set(&p, "s3_auth", "iam_role", &err), &err);
+  TM_ASSERT_RC(tm_objstore_check_params("s3://b/x/", &p, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "iam_role (the AWS credential chain) is not supported");
+  TM_ASSERT_OK(tm_kv_set(&p, "s3_auth", "sometimes", &err), &err);
+  TM_ASSERT_RC(tm_objstore_check_params("s3://b/x/", &p, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "bad value 'sometimes' (allowed: public, key, iam_role)");
+  tm_kv_dispose(&p);
+  tm_kv_init(&p);
+  TM_ASSERT_OK(tm_kv_set(&p, "client_timeout", "soon", &err), &err);
+  TM_ASSERT_RC(tm_objstore_check_params("s3://b/x/", &p, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "param client_timeout: bad duration 'soon'");
+  /* A file: URL takes no store params. */
+  TM_ASSERT_OK(tm_objstore_check_params("file:/tmp/x/", NULL, &err), &err);
   tm_kv_dispose(&p);
 }
 
