@@ -82,7 +82,7 @@ assert_contains "$(cat log)" "files 1 read, 1 skipped"
 truth=$(duckdb_query "SELECT id, v FROM read_parquet(['a.parquet', 'b.parquet']) ORDER BY id" | tail -n +2 | tr -d '\r')
 assert_eq "$(tm_sql tm.yaml "SELECT id, v FROM events_sas ORDER BY id")" "$truth" "rows after the append, as DuckDB reads them"
 # An Iceberg table on abfs://, its files uploaded under wh/ice; iceberg_abfs_*
-# params configure the store of its files (tm_objstore_params_pick).
+# params configure the store of its files (iceberg_source.c maps iceberg_abfs_X to abfs_X).
 ice_create wh/ice
 ice_append wh/ice "1,2026-11-30T10:00:00Z,a" "2,2026-11-30T10:00:01Z,b"
 upload_table() { (cd wh && find ice -type f | while read -r f; do az put data "wh/$f" "$f"; done); }
