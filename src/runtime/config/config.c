@@ -34,7 +34,7 @@ static const char *const k_top_ignored[] = {
 
 static const char *const k_dataset_ignored[] = {
     "description", "metadata", "columns", "depends_on", "dependsOn", "invalid_type_action",
-    "unsupported_type_action", "ready_state", "replication", "embeddings",
+    "unsupported_type_action", "replication", "embeddings",
     "has_metadata_table", "vectors", "mode", NULL};
 
 static const char *const k_accel_ignored[] = {
@@ -225,6 +225,7 @@ static const tm_cfg_key k_top[] = {
 
 static const tm_cfg_key k_dataset[] = {
     LATER_KEY("version"), LATER_KEY("kind"), /* only in a dataset file (ref:) */
+    LATER_KEY("access"), LATER_KEY("ready_state"), /* Spice's; only the values tidemark keeps */
     READ_KEY("from", tm_dataset_def, from, read_from),
     READ_KEY("name", tm_dataset_def, name, read_dataset_name),
     KEY("params", TM_CFG_PARAMS, tm_dataset_def, params),
@@ -396,11 +397,39 @@ static int check_file_header(ctx *c, yaml_node_t *n, bool in_file) {
   return TM_OK;
 }
 
+/*
+ * Spice's access and ready_state, where tidemark has one behaviour: access:
+ * read (queries are read-only, SPEC D4) and ready_state: on_load (a dataset
+ * is ready once its acceleration has loaded, C1). The other values would
+ * change what a query does, so they are refused, not ignored.
+ */
+static int check_spice_modes(ctx *c, yaml_node_t *n) {
+  static const struct {
+    const char *key, *value, *why;
+  } modes[] = {
+      {"access", "read", "tidemark's SQL is read-only (SPEC D4): access: read_write is not supported"},
+      {"ready_state", "on_load", "a dataset is ready once its acceleration has loaded (SPEC C1): "
+                                 "ready_state: on_registration is not supported"},
+  };
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    yaml_node_t *v = tm_cfg__lookup(c, n, modes[i].key);
+    if (!v) continue;
+    size_t old = tm_cfg__path_push_key(c, modes[i].key);
+    const char *s = NULL;
+    int rc = tm_cfg__scalar(c, v, "a string", &s);
+    if (rc == TM_OK && strcmp(s, modes[i].value) != 0) rc = tm_cfg__fail(c, v, "%s", modes[i].why);
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
 static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file) {
   static const section sec = {k_dataset, k_dataset_ignored};
   if (n->type == YAML_MAPPING_NODE) d->line = (int)n->start_mark.line + 1;
   TM_TRY(tm_cfg__walk(c, n, &sec, d));
   TM_TRY(check_file_header(c, n, in_file));
+  TM_TRY(check_spice_modes(c, n));
   if (!d->from) return tm_cfg__fail(c, n, "missing 'from' (where the data comes from, e.g. file:data/)");
   if (!d->name) return tm_cfg__fail(c, n, "missing 'name'");
   /* The connector's params, checked as opening the source checks them. */
