@@ -485,8 +485,8 @@ int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
         return tm_error_set(err, TM_EINVALID, "param '%s': bad value '%s' (allowed: true, false)", k, v);
       continue;
     }
-    /* iceberg_s3_*, iceberg_abfs_*, s3_* and abfs_* go to the object stores, which check their
-     * names when they open. */
+    /* iceberg_s3_*, iceberg_abfs_*, s3_* and abfs_* go to the object stores: the S3 ones are
+     * checked below, the Azure ones when their stores open. */
     if (tm_str_has_prefix(k, "iceberg_s3_") || tm_str_has_prefix(k, "s3_") ||
         tm_str_has_prefix(k, "iceberg_abfs_") || tm_str_has_prefix(k, "abfs_"))
       continue;
