@@ -78,6 +78,15 @@ int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) TM_WARN_U
  */
 int tm_sql_catalog_add_source(tm_sql_catalog *c, const tm_source_options *opts, tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * Adds (or replaces) a view NAME AS sql over the listed datasets (Spice's
+ * `views:`). sql passes the read-only gate as a query does, and binds now:
+ * a table it reads must be listed already. Errors: TM_EINVALID (the gate or
+ * DuckDB refused it, e.g. a table not listed yet), TM_ECONFLICT (a dataset
+ * has the name).
+ */
+int tm_sql_catalog_add_view(tm_sql_catalog *c, const char *name, const char *sql, tm_error *err)
+    TM_WARN_UNUSED;
 /** Removes a dataset and releases what the catalog held for it. Errors: TM_ENOTFOUND. */
 int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) TM_WARN_UNUSED;
 

@@ -96,6 +96,35 @@ void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
   if (!e && old && tm_sql_catalog_remove(rt->catalog, ds->def->name, &err) != TM_OK)
     tm_log(TM_LOG_WARN, ds->def->name, "cannot remove the table from SQL: %s", err.message);
   tm_engine_release(old);
+  if (e) tm_rt__sync_views(rt);
+}
+
+void tm_rt__sync_views(tm_runtime *rt) {
+  const tm_config *cfg = rt->cfg;
+  if (!cfg->n_views || !rt->view_state) return;
+  pthread_mutex_lock(&rt->mu);
+  bool settled = true;
+  /* Settled: every dataset failed to load, or is listed in SQL (accelerated ones once they have rows). */
+  for (size_t i = 0; i < rt->n_ds; i++) {
+    const tm_rt_dataset *d = &rt->ds[i];
+    settled = settled && (d->load_failed || (d->loaded && (!d->accelerated || d->catalog_engine)));
+  }
+  pthread_mutex_unlock(&rt->mu);
+  pthread_mutex_lock(&rt->view_mu);
+  for (size_t i = 0; i < cfg->n_views; i++) {
+    const tm_view_def *v = &cfg->views[i];
+    if (rt->view_state[i] == 1) continue;
+    tm_error err;
+    tm_error_init(&err);
+    if (tm_sql_catalog_add_view(rt->catalog, v->name, v->sql, &err) == TM_OK) {
+      rt->view_state[i] = 1;
+      tm_log(TM_LOG_INFO, v->name, "view created");
+    } else if (settled && rt->view_state[i] == 0) {
+      rt->view_state[i] = 2;
+      tm_log(TM_LOG_ERROR, v->name, "view not created: %s", err.message);
+    }
+  }
+  pthread_mutex_unlock(&rt->view_mu);
 }
 
 void tm_rt__note_damage(tm_runtime *rt, const char *why) {
@@ -263,6 +292,7 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   else tm_runtime_options_init(&rt->opts);
   pthread_mutex_init(&rt->mu, NULL);
   pthread_mutex_init(&rt->pool_mu, NULL);
+  pthread_mutex_init(&rt->view_mu, NULL);
   rt->rng = ((uint64_t)tm_monotonic_ns() ^ ((uint64_t)getpid() << 32)) | 1;
   tm_cond_init_monotonic(&rt->cv);
   int rc = TM_OK;
@@ -307,7 +337,8 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   if (rc == TM_OK) {
     rt->n_ds = cfg->n_datasets;
     rt->ds = tm_calloc(rt->n_ds ? rt->n_ds : 1, sizeof *rt->ds);
-    if (!rt->ds) rc = tm_error_nomem(err);
+    rt->view_state = tm_calloc(cfg->n_views ? cfg->n_views : 1, 1);
+    if (!rt->ds || !rt->view_state) rc = tm_error_nomem(err);
   }
   for (size_t i = 0; rc == TM_OK && i < rt->n_ds; i++) {
     tm_rt_dataset *ds = &rt->ds[i];
@@ -528,5 +559,7 @@ void tm_runtime_free(tm_runtime *rt) {
   pthread_cond_destroy(&rt->cv);
   pthread_mutex_destroy(&rt->mu);
   pthread_mutex_destroy(&rt->pool_mu);
+  pthread_mutex_destroy(&rt->view_mu);
+  tm_free(rt->view_state);
   tm_free(rt);
 }

@@ -66,6 +66,8 @@ struct tm_runtime {
   int n_workers;                /* started workers */
   bool started, stopping, stopped;
   uint64_t rng;                 /* xorshift state for refresh jitter (under mu) */
+  pthread_mutex_t view_mu;      /* guards view_state and view creation */
+  unsigned char *view_state;    /* owned, one per cfg view: 0 pending, 1 created, 2 failure logged */
   char http_endpoint[80];       /* bound "host:port" of the API, "" before (under mu) */
   char metrics_endpoint[80];    /* of the metrics server, "" when off (under mu) */
   bool wrote_server_file;       /* <data dir>/server.json is ours */
@@ -102,6 +104,13 @@ const char *tm_rt__status_name(tm_runtime *rt, tm_rt_dataset *ds);
 void tm_rt__check_fatal(tm_runtime *rt);
 /** Lists d's current engine in the SQL catalog (after a load or a schema change). */
 void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds);
+/**
+ * Creates the config's views (Spice's `views:`) that are still pending and
+ * can be created now: each binds when created, so its datasets must be
+ * listed. Called after each dataset is listed; once every dataset has
+ * loaded or failed, a view that still cannot be created is logged once.
+ */
+void tm_rt__sync_views(tm_runtime *rt);
 
 /* ---- scheduler (scheduler.c) ------------------------------------------------------------ */
 

@@ -147,6 +147,7 @@ static int run_load(tm_runtime *rt, tm_rt_dataset *ds, tm_error *err) {
   ds->accel = a;
   pthread_mutex_unlock(&rt->mu);
   if (ds->accelerated) tm_rt__sync_catalog(rt, ds);
+  else tm_rt__sync_views(rt);
   return TM_OK;
 }
 
@@ -355,6 +356,10 @@ static void *worker_main(void *arg) {
     int64_t end = mono_ms();
     if (pick_kind == JOB_LOAD) {
       after_load(rt, pick, rc, &err, end);
+      /* Views wait for their datasets; a load that ended may settle them (without rt->mu). */
+      pthread_mutex_unlock(&rt->mu);
+      tm_rt__sync_views(rt);
+      pthread_mutex_lock(&rt->mu);
     } else if (pick_kind == JOB_RETENTION) {
       pick->next_retention_ms = end + pick->def->acceleration.retention_check_interval_ms;
     } else {

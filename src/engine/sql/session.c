@@ -36,6 +36,7 @@ typedef struct cat_item {
   tm_engine *engine;      /* a reference, or NULL when federated */
   char *provider;         /* owned: federated relation name "source$NAME" */
   tm_sql_source *source;  /* federated: the provider's state (the registry owns it) */
+  bool view;              /* a view of the config (`views:`) over datasets */
 } cat_item;
 
 struct tm_sql_catalog {
@@ -127,7 +128,7 @@ static int view_sql(tm_buf *b, const char *verb, const char *name, tm_error *err
 /* Drops what item i showed (its view, or its provider and name); under c->mu. */
 static void item_clear(tm_sql_catalog *c, cat_item *it) {
   tm_error err;
-  if (it->engine) {
+  if (it->engine || it->view) {
     tm_buf sql = TM_BUF_INIT(1 << 16);
     if (view_sql(&sql, "DROP VIEW IF EXISTS main.", it->name, &err) == TM_OK &&
         tm_db__admin_exec(c->db, tm_buf_cstr(&sql), &err) != TM_OK)
@@ -321,6 +322,33 @@ void tm_sql_session_free(tm_sql_session *s) {
   tm_sql_stmt_free(s->open);
   duckdb_disconnect(&s->conn);
   tm_free(s);
+}
+
+int tm_sql_catalog_add_view(tm_sql_catalog *c, const char *name, const char *sql, tm_error *err) {
+  /* The view's query passes the read-only gate as a query does (it binds, so its tables must be listed). */
+  tm_sql_session *s = NULL;
+  TM_TRY(tm_sql_session_new(&s, c, err));
+  duckdb_prepared_statement ps = NULL;
+  json_t *ast = NULL;
+  int rc = tm_sql__gate(s->conn, sql, &ps, &ast, err);
+  if (ps) duckdb_destroy_prepare(&ps);
+  json_decref(ast);
+  tm_sql_session_free(s);
+  TM_TRY(rc);
+  tm_buf text = TM_BUF_INIT(1 << 20);
+  rc = view_sql(&text, "CREATE OR REPLACE VIEW main.", name, err);
+  if (rc == TM_OK) rc = tm_buf_puts(&text, " AS ", err);
+  if (rc == TM_OK) rc = tm_buf_puts(&text, sql, err);
+  pthread_mutex_lock(&c->mu);
+  cat_item *it = find_item(c, name);
+  if (rc == TM_OK && it && !it->view)
+    rc = tm_error_set(err, TM_ECONFLICT, "view %s: a dataset has that name", name);
+  if (rc == TM_OK) rc = tm_db__admin_exec(c->db, tm_buf_cstr(&text), err);
+  if (rc == TM_OK && !it) rc = new_item(c, name, &it, err);
+  if (rc == TM_OK) it->view = true;
+  pthread_mutex_unlock(&c->mu);
+  tm_buf_dispose(&text);
+  return rc;
 }
 
 void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms) { s->timeout_ms = ms > 0 ? ms : 0; }

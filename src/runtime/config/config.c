@@ -29,7 +29,7 @@
 /* ---- sections ------------------------------------------------------------ */
 
 static const char *const k_top_ignored[] = {
-    "metadata", "models", "embeddings", "views", "catalogs", "tools",
+    "metadata", "models", "embeddings", "catalogs", "tools",
     "workers", "dependencies", "extensions", "evals", "params", "management", NULL};
 
 static const char *const k_dataset_ignored[] = {
@@ -221,7 +221,8 @@ static int read_bootstrap_failure(ctx *c, yaml_node_t *v, void *field, void *obj
 /* Top level: read in a fixed order by load_root (snapshots before datasets). */
 static const tm_cfg_key k_top[] = {
     LATER_KEY("version"), LATER_KEY("kind"), LATER_KEY("name"), LATER_KEY("datasets"),
-    LATER_KEY("snapshots"), LATER_KEY("runtime"), LATER_KEY("secrets"), {NULL, 0, 0, NULL, NULL}};
+    LATER_KEY("snapshots"), LATER_KEY("runtime"), LATER_KEY("secrets"),
+    LATER_KEY("views"), {NULL, 0, 0, NULL, NULL}};
 
 static const tm_cfg_key k_dataset[] = {
     LATER_KEY("version"), LATER_KEY("kind"), /* only in a dataset file (ref:) */
@@ -654,6 +655,75 @@ static int load_dataset_ref(ctx *c, yaml_node_t *dn, tm_dataset_def *d) {
   return rc;
 }
 
+/*
+ * Spice's top-level views: [{name, sql}], each a query over the datasets,
+ * listed in SQL under its name (description allowed, dependsOn warned). The
+ * query must start with SELECT or WITH; the runtime runs it through the
+ * read-only gate when it creates the view.
+ */
+static int load_views(ctx *c, yaml_node_t *n) {
+  tm_config *cfg = c->cfg;
+  if (tm_cfg__is_null_scalar(n)) return TM_OK;
+  if (n->type != YAML_SEQUENCE_NODE)
+    return tm_cfg__fail(c, n, "wrong type: expected a list of views, got %s", tm_cfg__kind_name(n));
+  size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+  cfg->views = tm_calloc(count ? count : 1, sizeof *cfg->views);
+  if (!cfg->views) return tm_error_nomem(c->err);
+  for (size_t i = 0; i < count; i++) {
+    yaml_node_t *vn = tm_cfg__node_at(c, n->data.sequence.items.start[i]);
+    size_t old_i = tm_cfg__path_push_index(c, i);
+    tm_view_def *v = &cfg->views[cfg->n_views++];
+    v->line = (int)vn->start_mark.line + 1;
+    int rc = vn->type == YAML_MAPPING_NODE
+                 ? TM_OK
+                 : tm_cfg__fail(c, vn, "wrong type: expected a view {name, sql}, got %s",
+                                tm_cfg__kind_name(vn));
+    for (yaml_node_pair_t *p = rc == TM_OK ? vn->data.mapping.pairs.start : NULL;
+         rc == TM_OK && p < vn->data.mapping.pairs.top; p++) {
+      yaml_node_t *k = tm_cfg__node_at(c, p->key), *val = tm_cfg__node_at(c, p->value);
+      const char *key;
+      rc = tm_cfg__scalar(c, k, "a key", &key);
+      if (rc != TM_OK) break;
+      size_t old = tm_cfg__path_push_key(c, key);
+      if (strcmp(key, "name") == 0) rc = read_dataset_name(c, val, &v->name, NULL);
+      else if (strcmp(key, "sql") == 0) rc = tm_cfg__get_string(c, val, &v->sql);
+      else if (strcmp(key, "description") == 0) rc = tm_cfg__scalar(c, val, "a string", &key);
+      else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "depends_on") == 0) rc = tm_cfg__warn(c, k, "ignored");
+      else rc = tm_cfg__fail(c, k, "unknown key '%s' (allowed: name, sql, description, dependsOn)", key);
+      if (rc == TM_OK && strcmp(key, "sql") == 0) {
+        const char *q = v->sql;
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r' || *q == '(') q++;
+        if (strncasecmp(q, "select", 6) != 0 && strncasecmp(q, "with", 4) != 0)
+          rc = tm_cfg__fail(c, val, "a view's sql must be a query (SELECT or WITH)");
+      }
+      tm_cfg__path_pop(c, old);
+    }
+    if (rc == TM_OK && (!v->name || !v->sql))
+      rc = tm_cfg__fail(c, vn, "a view needs a name and sql");
+    for (size_t j = 0; rc == TM_OK && j < cfg->n_datasets; j++)
+      if (strcasecmp(cfg->datasets[j].name, v->name) == 0)
+        rc = tm_cfg__fail(c, vn, "view '%s': a dataset has that name (line %d)", v->name,
+                          cfg->datasets[j].line);
+    for (size_t j = 0; rc == TM_OK && j + 1 < cfg->n_views; j++)
+      if (strcasecmp(cfg->views[j].name, v->name) == 0)
+        rc = tm_cfg__fail(c, vn, "duplicate view name '%s' (first at line %d)", v->name,
+                          cfg->views[j].line);
+    tm_cfg__path_pop(c, old_i);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+/* The views, after the datasets (their names must differ). */
+static int load_root_views(ctx *c, yaml_node_t *root) {
+  yaml_node_t *n = tm_cfg__lookup(c, root, "views");
+  if (!n) return TM_OK;
+  size_t old = tm_cfg__path_push_key(c, "views");
+  int rc = load_views(c, n);
+  tm_cfg__path_pop(c, old);
+  return rc;
+}
+
 static int load_root(ctx *c, yaml_node_t *root) {
   static const section sec = {k_top, k_top_ignored};
   tm_config *cfg = c->cfg;
@@ -698,7 +768,7 @@ static int load_root(ctx *c, yaml_node_t *root) {
     TM_TRY(rc);
   }
   n = tm_cfg__lookup(c, root, "datasets");
-  if (!n || tm_cfg__is_null_scalar(n)) return TM_OK;
+  if (!n || tm_cfg__is_null_scalar(n)) return load_root_views(c, root);
   size_t old = tm_cfg__path_push_key(c, "datasets");
   if (n->type != YAML_SEQUENCE_NODE) {
     int rc = tm_cfg__fail(c, n, "wrong type: expected a list of datasets, got %s", tm_cfg__kind_name(n));
@@ -734,7 +804,7 @@ static int load_root(ctx *c, yaml_node_t *root) {
     }
   }
   tm_cfg__path_pop(c, old);
-  return TM_OK;
+  return load_root_views(c, root);
 }
 
 static char *absolute_dir(const char *dir) {
@@ -875,6 +945,11 @@ void tm_config_dispose(tm_config *cfg) {
   tm_kv_dispose(&cfg->snapshots.params);
   for (size_t i = 0; i < cfg->n_warnings; i++) tm_free(cfg->warnings[i]);
   tm_free(cfg->warnings);
+  for (size_t i = 0; i < cfg->n_views; i++) {
+    tm_free(cfg->views[i].name);
+    tm_free(cfg->views[i].sql);
+  }
+  tm_free(cfg->views);
   for (size_t i = 0; i < cfg->n_secret_files; i++) tm_free(cfg->secret_files[i]);
   tm_free(cfg->secret_files);
   memset(cfg, 0, sizeof *cfg);

@@ -31,6 +31,13 @@ typedef struct tm_snapshots_def {
   tm_kv params;                   /* ${env:} expanded */
 } tm_snapshots_def;
 
+/** A view of Spice's `views:`: a query over datasets, queried by name. */
+typedef struct tm_view_def {
+  char *name; /* owned */
+  char *sql;  /* owned: a SELECT (or WITH) */
+  int line;
+} tm_view_def;
+
 typedef struct tm_config {
   char *path;                /* owned: the file loaded (as given) */
   char *dir;                 /* owned: its folder, absolute */
@@ -41,6 +48,8 @@ typedef struct tm_config {
   tm_dataset_def *datasets;  /* owned array */
   size_t n_datasets;
   tm_snapshots_def snapshots;
+  tm_view_def *views;        /* owned array (Spice's top-level views) */
+  size_t n_views;
   /* runtime.query: the DuckDB instance's limits (0 / NULL: defaults, db.h) */
   int64_t query_memory_limit;  /* bytes */
   char *query_temp_dir;      /* owned: absolute spill folder, or NULL: <dir>/.tidemark/tmp */
