@@ -1,8 +1,8 @@
 /*
  * azure_params.c - an abfs:// URL's store from dataset params (objstore
  * layer, azure backend): Spice's abfs_* names (SPEC §4). Each documented
- * param is implemented, accepted without effect (abfs_disable_tagging:
- * tidemark never tags blobs), or refused with TM_EUNSUPPORTED naming it; an
+ * param is implemented (abfs_disable_tagging: true is what tidemark does, it
+ * never tags blobs; false is refused), or refused with TM_EUNSUPPORTED naming it; an
  * unknown abfs_* name is TM_EINVALID, so that a typo is not ignored.
  */
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 static const char *const k_known[] = {
     "abfs_account",          "abfs_access_key",   "abfs_sas_string",
     "abfs_endpoint",         "abfs_use_emulator", "abfs_skip_signature",
-    "abfs_bearer_token",     "abfs_client_id",    "abfs_tenant_id",
+    "abfs_bearer_token",
     "abfs_max_retries",      "abfs_retry_timeout", "abfs_backoff_initial_duration",
     "abfs_backoff_max_duration", "abfs_backoff_base", "abfs_disable_tagging"};
 
@@ -25,7 +25,7 @@ static const char *const k_unsupported[] = {
     "abfs_client_secret", "abfs_authority_host",       "abfs_msi_endpoint",
     "abfs_federated_token_file", "abfs_use_cli",       "abfs_proxy_url",
     "abfs_proxy_ca_certificate", "abfs_proxy_exludes", "abfs_proxy_excludes",
-    "abfs_use_fabric_endpoint"};
+    "abfs_use_fabric_endpoint", "abfs_client_id", "abfs_tenant_id"};
 
 static bool in(const char *k, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -83,12 +83,10 @@ static int split_host(const char *host, char **account_out, char **suffix_out, t
 
 int tm_objstore_azure_new_from_params(tm_objstore **out, const char *container,
                                       const char *host, const tm_kv *params, tm_error *err) {
-  bool has_bearer = param(params, "abfs_bearer_token") != NULL;
   for (size_t i = 0; params && i < params->len; i++) {
     const char *k = params->items[i].key;
     if (strncmp(k, "abfs_", 5) != 0) continue;
-    if (in(k, k_unsupported, sizeof k_unsupported / sizeof k_unsupported[0]) ||
-        (!has_bearer && (strcmp(k, "abfs_client_id") == 0 || strcmp(k, "abfs_tenant_id") == 0)))
+    if (in(k, k_unsupported, sizeof k_unsupported / sizeof k_unsupported[0]))
       return tm_error_set(err, TM_EUNSUPPORTED,
                           "param %s is not supported: tidemark authenticates to Azure with "
                           "abfs_access_key, abfs_sas_string or abfs_bearer_token (or "
@@ -119,8 +117,14 @@ int tm_objstore_azure_new_from_params(tm_objstore **out, const char *container,
     TM_TRY(tm_objstore__param_bool("abfs_use_emulator", v, &emulator, err));
   if ((v = param(params, "abfs_skip_signature")) != NULL)
     TM_TRY(tm_objstore__param_bool("abfs_skip_signature", v, &skip_signature, err));
-  if ((v = param(params, "abfs_disable_tagging")) != NULL)
+  /* tidemark writes no blob tags: disabling them is what it does; asking for them is refused. */
+  if ((v = param(params, "abfs_disable_tagging")) != NULL) {
     TM_TRY(tm_objstore__param_bool("abfs_disable_tagging", v, &tagging_off, err));
+    if (!tagging_off)
+      return tm_error_set(err, TM_EUNSUPPORTED,
+                          "param abfs_disable_tagging: false is not supported (tidemark writes no "
+                          "blob tags)");
+  }
   if ((v = param(params, "abfs_max_retries")) != NULL) {
     int64_t n = 0;
     if (tm_parse_int64(v, strlen(v), &n) != TM_OK || n < 0 || n > 100)

@@ -681,13 +681,15 @@ static int load_views(ctx *c, yaml_node_t *n) {
     for (yaml_node_pair_t *p = rc == TM_OK ? vn->data.mapping.pairs.start : NULL;
          rc == TM_OK && p < vn->data.mapping.pairs.top; p++) {
       yaml_node_t *k = tm_cfg__node_at(c, p->key), *val = tm_cfg__node_at(c, p->value);
-      const char *key;
+      const char *key, *text;
       rc = tm_cfg__scalar(c, k, "a key", &key);
       if (rc != TM_OK) break;
       size_t old = tm_cfg__path_push_key(c, key);
-      if (strcmp(key, "name") == 0) rc = read_dataset_name(c, val, &v->name, NULL);
+      if ((strcmp(key, "name") == 0 && v->name) || (strcmp(key, "sql") == 0 && v->sql))
+        rc = tm_cfg__fail(c, k, "duplicate key '%s'", key);
+      else if (strcmp(key, "name") == 0) rc = read_dataset_name(c, val, &v->name, NULL);
       else if (strcmp(key, "sql") == 0) rc = tm_cfg__get_string(c, val, &v->sql);
-      else if (strcmp(key, "description") == 0) rc = tm_cfg__scalar(c, val, "a string", &key);
+      else if (strcmp(key, "description") == 0) rc = tm_cfg__scalar(c, val, "a string", &text);
       else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "depends_on") == 0) rc = tm_cfg__warn(c, k, "ignored");
       else rc = tm_cfg__fail(c, k, "unknown key '%s' (allowed: name, sql, description, dependsOn)", key);
       if (rc == TM_OK && strcmp(key, "sql") == 0) {

@@ -321,12 +321,23 @@ TM_TEST(azure_params_are_checked) {
     TM_ASSERT_CONTAINS(err.message, unsupported[i]);
     tm_kv_dispose(&p);
   }
-  /* With a bearer token, Spice's login also fills client and tenant ids: accepted. */
+  /* Client and tenant ids have no effect with a bearer token either: refused, never ignored. */
   tm_kv_init(&p);
   kv(&p, "abfs_account", "acct");
   kv(&p, "abfs_bearer_token", "tok");
-  kv(&p, "abfs_client_id", "id");
   kv(&p, "abfs_tenant_id", "t");
+  TM_ASSERT_RC(open_rc("abfs://data/x", &p, &err), TM_EUNSUPPORTED);
+  TM_ASSERT_CONTAINS(err.message, "abfs_tenant_id");
+  tm_kv_dispose(&p);
+  tm_kv_init(&p);
+  kv(&p, "abfs_account", "acct");
+  kv(&p, "abfs_disable_tagging", "false");
+  TM_ASSERT_RC(open_rc("abfs://data/x", &p, &err), TM_EUNSUPPORTED);
+  TM_ASSERT_CONTAINS(err.message, "tidemark writes no blob tags");
+  tm_kv_dispose(&p);
+  tm_kv_init(&p);
+  kv(&p, "abfs_account", "acct");
+  kv(&p, "abfs_bearer_token", "tok");
   kv(&p, "abfs_disable_tagging", "true");
   TM_ASSERT_OK(open_rc("abfs://data/x", &p, &err), &err);
   kv(&p, "abfs_access_key", TM_AZURE_EMULATOR_KEY);
