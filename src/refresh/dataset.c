@@ -77,6 +77,7 @@ const char *tm_source_kind_name(tm_source_kind k) {
     case TM_SOURCE_ICEBERG_REST: return "iceberg (REST catalog)";
     case TM_SOURCE_ABFS: return "abfs";
     case TM_SOURCE_ICEBERG_ABFS: return "iceberg (abfs)";
+    case TM_SOURCE_GLUE: return "glue";
   }
   return "?";
 }

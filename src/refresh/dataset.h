@@ -38,7 +38,8 @@ typedef enum tm_source_kind {
   TM_SOURCE_ICEBERG_S3,  /* iceberg:s3://BUCKET/PREFIX */
   TM_SOURCE_ICEBERG_REST,/* iceberg:http[s]://HOST/v1/namespaces/NS/tables/T */
   TM_SOURCE_ABFS,        /* abfs[s]://CONTAINER[@ACCOUNT.dfs.core.windows.net]/PATH */
-  TM_SOURCE_ICEBERG_ABFS /* iceberg:abfs[s]://CONTAINER/PATH */
+  TM_SOURCE_ICEBERG_ABFS,/* iceberg:abfs[s]://CONTAINER/PATH */
+  TM_SOURCE_GLUE         /* glue:DATABASE.TABLE (an Iceberg table, or files, per the catalog) */
 } tm_source_kind;
 
 typedef struct tm_conflict_def {

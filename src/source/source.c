@@ -119,6 +119,7 @@ static int check_fileset_params(const char *from, const tm_kv *params, tm_error 
 int tm_source_check_params(const char *from, const tm_kv *params, tm_error *err) {
   if (!from) return TM_OK;
   if (tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(params, err);
+  if (tm_str_has_prefix(from, "glue:")) return tm_source__glue_check_params(params, err);
   if (tm_str_has_prefix(from, "file:") || tm_str_has_prefix(from, "s3://") ||
       tm_str_has_prefix(from, "s3a://") || tm_str_has_prefix(from, "abfs://") ||
       tm_str_has_prefix(from, "abfss://"))
@@ -134,6 +135,7 @@ int tm_source_open(tm_source **out, const tm_source_options *opts, tm_error *err
       tm_str_has_prefix(from, "abfss://"))
     return tm_source__open_fileset(out, opts, err);
   if (tm_str_has_prefix(from, "iceberg:")) return tm_source__open_iceberg(out, opts, err);
+  if (tm_str_has_prefix(from, "glue:")) return tm_source__open_glue(out, opts, err);
   return tm_error_set(err, TM_EINVALID, "unknown source '%s'", from);
 }
 

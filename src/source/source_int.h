@@ -9,10 +9,21 @@
 /** file:PATH, file://PATH, s3://BUCKET/PREFIX: sets of Parquet, CSV or JSON-lines files. */
 int tm_source__open_fileset(tm_source **out, const tm_source_options *opts, tm_error *err)
     TM_WARN_UNUSED;
-/** iceberg:... tables. */
-/** The params of an iceberg: source (tm_source_check_params). */
+/** iceberg:... tables. The params of an iceberg: source (tm_source_check_params). */
 int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
 int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_error *err)
+    TM_WARN_UNUSED;
+/**
+ * Points an iceberg: source opened on a metadata file at another one (a
+ * catalog's new commit): the next describe reads it, or nothing when it is
+ * the file already read. metadata_location: an absolute path, file: URL or
+ * object-store URL of a *.metadata.json file.
+ */
+int tm_source__iceberg_follow(tm_source *ice, const char *metadata_location, tm_error *err)
+    TM_WARN_UNUSED;
+/** glue:DATABASE.TABLE (glue/glue_source.c). */
+int tm_source__glue_check_params(const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
+int tm_source__open_glue(tm_source **out, const tm_source_options *opts, tm_error *err)
     TM_WARN_UNUSED;
 
 /**

@@ -111,7 +111,7 @@ static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned f
                         "upload is not implemented)",
                         s->bucket, key, (unsigned long long)size);
   char sha[TM_SHA256_HEX_LEN + 1];
-  TM_TRY(tm_sha256__hex_input(sha, body, err));
+  TM_TRY(tm_sha256_hex_input(sha, body, err));
   tm_s3_req req = {0};
   req.http.method = "PUT";
   req.http.key = key;

@@ -35,10 +35,10 @@ static int s3_prepare(tm_http_client *c, const tm_http_req *hreq, const tm_http_
   TM_CHECK(tm_http__uri_encode(url, raw_path.ptr, raw_path.len, true, err));
   if (req->n_query) {
     TM_CHECK(tm_buf_putc(url, '?', err));
-    TM_CHECK(tm_sigv4__canonical_query(url, req->query, req->n_query, err));
+    TM_CHECK(tm_sigv4_canonical_query(url, req->query, req->n_query, err));
   }
   char amz_date[17];
-  tm_sigv4__amz_date(amz_date, tm_now_ms() / 1000);
+  tm_sigv4_amz_date(amz_date, tm_now_ms() / 1000);
   const char *payload = hreq->upload ? req->upload_sha256 : TM_SHA256_EMPTY;
   tm_sigv4_kv sh[8];
   size_t nh = 0;
@@ -54,7 +54,7 @@ static int s3_prepare(tm_http_client *c, const tm_http_req *hreq, const tm_http_
   if (s->access_key) {
     tm_sigv4_request sr = {hreq->method, raw_path.ptr, req->query, req->n_query, sh, nh,
                            payload, amz_date, s->region, "s3", s->access_key, s->secret_key};
-    TM_CHECK(tm_sigv4__authorization(&authz, NULL, &sr, err));
+    TM_CHECK(tm_sigv4_authorization(&authz, NULL, &sr, err));
     TM_CHECK(tm_http__add_header(hdrs, err, "Authorization: %s", tm_buf_cstr(&authz)));
   }
   rc = TM_OK;

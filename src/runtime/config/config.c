@@ -71,7 +71,7 @@ static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *
   static const char allowed[] =
       "file:PATH, file://PATH, s3://BUCKET/PREFIX, abfs://CONTAINER/PATH, iceberg:file://PATH, "
       "iceberg:s3://BUCKET/PATH, iceberg:abfs://CONTAINER/PATH, "
-      "iceberg:http(s)://HOST/v1/namespaces/NS/tables/T";
+      "iceberg:http(s)://HOST/v1/namespaces/NS/tables/T, glue:DATABASE.TABLE";
   const char *rest;
   if (tm_str_has_prefix(from, "iceberg:")) {
     rest = from + 8;
@@ -101,6 +101,12 @@ static int parse_from(ctx *c, yaml_node_t *n, const char *from, tm_source_kind *
     if (!*rest || *rest == '/' || *rest == '@')
       return tm_cfg__fail(c, n, "source '%s' names no container", from);
     *out = TM_SOURCE_ABFS;
+  } else if (tm_str_has_prefix(from, "glue:")) {
+    rest = from + 5;
+    const char *dot = strchr(rest, '.');
+    if (!dot || dot == rest || !dot[1] || strchr(rest, '/'))
+      return tm_cfg__fail(c, n, "Glue source '%s' must be glue:DATABASE.TABLE", from);
+    *out = TM_SOURCE_GLUE;
   } else {
     return tm_cfg__fail(c, n, "unknown source '%s' (allowed: %s)", from, allowed);
   }

@@ -524,6 +524,34 @@ static int copy_param(const tm_kv *params, const char *key, char **out, tm_error
   return *out ? TM_OK : tm_error_nomem(err);
 }
 
+int tm_source__iceberg_follow(tm_source *src, const char *metadata_location, tm_error *err) {
+  ice_source *s = (ice_source *)src;
+  if (src->vt != &k_ice_vt || s->kind == ICE_REST)
+    return tm_error_set(err, TM_EINVALID, "%s: not a table found by its metadata file", src->name);
+  if (s->metadata_location && strcmp(s->metadata_location, metadata_location) == 0) return TM_OK;
+  bool local = !is_url(metadata_location) || tm_str_has_prefix(metadata_location, "file:");
+  const char *path = tm_str_has_prefix(metadata_location, "file://") ? metadata_location + 7
+                     : tm_str_has_prefix(metadata_location, "file:") ? metadata_location + 5
+                                                                      : metadata_location;
+  if (!is_metadata_file(path) || (local && path[0] != '/'))
+    return tm_error_set(err, TM_EINVALID, "%s: '%s' is not an absolute path or URL of a "
+                        "*.metadata.json file", src->name, metadata_location);
+  char *meta = tm_strdup(path);
+  char *dir = meta ? tm_path_dirname(meta) : NULL;
+  char *root = dir ? tm_path_dirname(dir) : NULL;
+  tm_free(dir);
+  if (!root) {
+    tm_free(meta);
+    return tm_error_nomem(err);
+  }
+  tm_free(s->metadata_location);
+  tm_free(s->root);
+  s->metadata_location = meta;
+  s->root = root;
+  s->kind = local ? ICE_FILE : ICE_S3;
+  return TM_OK;
+}
+
 int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_error *err) {
   ice_source *s = tm_calloc(1, sizeof *s);
   if (!s) return tm_error_nomem(err);

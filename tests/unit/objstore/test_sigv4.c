@@ -1,5 +1,5 @@
 /*
- * Unit tests for objstore/s3/sigv4.c against the test vectors AWS
+ * Unit tests for objstore/sigv4.c against the test vectors AWS
  * publishes:
  *
  *   - the Signature Version 4 test suite (AKIDEXAMPLE, 2015-08-30T12:36:00Z,
@@ -15,7 +15,8 @@
  * code; intermediate results (canonical request, string to sign, signing
  * key) are checked where AWS publishes them too.
  */
-#include "objstore/s3/s3_int.h"
+#include "objstore/sigv4.h"
+#include "objstore/http_int.h"
 #include "tm_test.h"
 #include "util/alloc.h"
 
@@ -46,7 +47,7 @@ static void check_signature(const tm_sigv4_request *r, const char *want) {
   tm_error err;
   tm_buf authz = TM_BUF_INIT(TM_BUF_UNLIMITED);
   char sig[65];
-  TM_ASSERT_OK(tm_sigv4__authorization(&authz, sig, r, &err), &err);
+  TM_ASSERT_OK(tm_sigv4_authorization(&authz, sig, r, &err), &err);
   TM_ASSERT_STR_EQ(sig, want);
   TM_ASSERT_CONTAINS(tm_buf_cstr(&authz), want);
   tm_buf_dispose(&authz);
@@ -55,7 +56,7 @@ static void check_signature(const tm_sigv4_request *r, const char *want) {
 static char *canonical(const tm_sigv4_request *r) {
   tm_error err;
   tm_buf b = TM_BUF_INIT(TM_BUF_UNLIMITED);
-  TM_ASSERT_OK(tm_sigv4__canonical_request(&b, r, &err), &err);
+  TM_ASSERT_OK(tm_sigv4_canonical_request(&b, r, &err), &err);
   return tm_buf_take(&b, NULL);
 }
 
@@ -72,7 +73,7 @@ TM_TEST(sigv4_suite_get_vanilla_every_step) {
                    "host;x-amz-date\n" TM_SHA256_EMPTY);
   /* get-vanilla.sts */
   tm_buf sts = TM_BUF_INIT(TM_BUF_UNLIMITED);
-  TM_ASSERT_OK(tm_sigv4__string_to_sign(&sts, &r, creq, strlen(creq), &err), &err);
+  TM_ASSERT_OK(tm_sigv4_string_to_sign(&sts, &r, creq, strlen(creq), &err), &err);
   TM_ASSERT_STR_EQ(tm_buf_cstr(&sts),
                    "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n"
                    "bb579772317eb040ac9ed261061d46c1f17a8133879d6129b6e1c25292927e63");
@@ -80,14 +81,14 @@ TM_TEST(sigv4_suite_get_vanilla_every_step) {
   tm_free(creq);
   /* The signing-key derivation example of the AWS documentation (IAM, 2012-02-15). */
   uint8_t key[32];
-  TM_ASSERT_OK(tm_sigv4__signing_key(key, SUITE_SECRET, "20120215", "us-east-1", "iam", &err),
+  TM_ASSERT_OK(tm_sigv4_signing_key(key, SUITE_SECRET, "20120215", "us-east-1", "iam", &err),
                &err);
   char hex[65];
   for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
   TM_ASSERT_STR_EQ(hex, "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
   /* get-vanilla.authz */
   tm_buf authz = TM_BUF_INIT(TM_BUF_UNLIMITED);
-  TM_ASSERT_OK(tm_sigv4__authorization(&authz, NULL, &r, &err), &err);
+  TM_ASSERT_OK(tm_sigv4_authorization(&authz, NULL, &r, &err), &err);
   TM_ASSERT_STR_EQ(tm_buf_cstr(&authz),
                    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/"
                    "aws4_request, SignedHeaders=host;x-amz-date, "
@@ -194,7 +195,7 @@ TM_TEST(sigv4_suite_post_vectors) {
 TM_TEST(sigv4_suite_post_x_www_form_urlencoded) {
   tm_error err;
   char body_hash[65];
-  TM_ASSERT_OK(tm_sha256__hex(body_hash, "Param1=value1", 13, &err), &err);
+  TM_ASSERT_OK(tm_sha256_hex(body_hash, "Param1=value1", 13, &err), &err);
   TM_ASSERT_STR_EQ(body_hash, "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e");
   tm_sigv4_kv h[] = {{"Content-Type", "application/x-www-form-urlencoded"},
                      {"Host", "example.amazonaws.com"},
@@ -220,7 +221,7 @@ TM_TEST(sigv4_suite_post_sts_header_before) {
   tm_sigv4_request r = suite_req("POST", "/", NULL, 0, h, 3, TM_SHA256_EMPTY);
   char *creq = canonical(&r);
   tm_buf sts = TM_BUF_INIT(TM_BUF_UNLIMITED);
-  TM_ASSERT_OK(tm_sigv4__string_to_sign(&sts, &r, creq, strlen(creq), &err), &err);
+  TM_ASSERT_OK(tm_sigv4_string_to_sign(&sts, &r, creq, strlen(creq), &err), &err);
   TM_ASSERT_CONTAINS(tm_buf_cstr(&sts),
                      "\nc237e1b440d4c63c32ca95b5b99481081cb7b13c7e40434868e71567c1a882f6");
   tm_buf_dispose(&sts);
@@ -249,7 +250,7 @@ TM_TEST(sigv4_s3_example_get_object_range) {
                    "x-amz-content-sha256:" TM_SHA256_EMPTY "\nx-amz-date:20130524T000000Z\n\n"
                    "host;range;x-amz-content-sha256;x-amz-date\n" TM_SHA256_EMPTY);
   tm_buf sts = TM_BUF_INIT(TM_BUF_UNLIMITED);
-  TM_ASSERT_OK(tm_sigv4__string_to_sign(&sts, &r, creq, strlen(creq), &err), &err);
+  TM_ASSERT_OK(tm_sigv4_string_to_sign(&sts, &r, creq, strlen(creq), &err), &err);
   TM_ASSERT_STR_EQ(tm_buf_cstr(&sts),
                    "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n"
                    "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
@@ -261,7 +262,7 @@ TM_TEST(sigv4_s3_example_get_object_range) {
 TM_TEST(sigv4_s3_example_put_object) {
   tm_error err;
   char body_hash[65];
-  TM_ASSERT_OK(tm_sha256__hex(body_hash, "Welcome to Amazon S3.", 21, &err), &err);
+  TM_ASSERT_OK(tm_sha256_hex(body_hash, "Welcome to Amazon S3.", 21, &err), &err);
   TM_ASSERT_STR_EQ(body_hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
   tm_sigv4_kv h[] = {{"Host", S3_HOST},
                      {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
@@ -305,12 +306,12 @@ TM_TEST(sigv4_uri_encoding_and_dates) {
   TM_ASSERT_STR_EQ(tm_buf_cstr(&b), "x%2Fy");
   tm_buf_dispose(&b);
   char d[17];
-  tm_sigv4__amz_date(d, 1440938160);
+  tm_sigv4_amz_date(d, 1440938160);
   TM_ASSERT_STR_EQ(d, SUITE_DATE);
-  tm_sigv4__amz_date(d, 1369353600);
+  tm_sigv4_amz_date(d, 1369353600);
   TM_ASSERT_STR_EQ(d, S3_DATE);
   char empty[65];
-  TM_ASSERT_OK(tm_sha256__hex(empty, "", 0, &err), &err);
+  TM_ASSERT_OK(tm_sha256_hex(empty, "", 0, &err), &err);
   TM_ASSERT_STR_EQ(empty, TM_SHA256_EMPTY);
 }
 
@@ -320,10 +321,10 @@ TM_TEST(sigv4_hashes_an_input_in_chunks) {
   char *data = tm_malloc(n);
   for (size_t i = 0; i < n; i++) data[i] = (char)(i * 31);
   char a[65], b[65];
-  TM_ASSERT_OK(tm_sha256__hex(a, data, n, &err), &err);
+  TM_ASSERT_OK(tm_sha256_hex(a, data, n, &err), &err);
   tm_input *in = NULL;
   TM_ASSERT_OK(tm_input_open_memory(&in, "m", data, n, true, &err), &err);
-  TM_ASSERT_OK(tm_sha256__hex_input(b, in, &err), &err);
+  TM_ASSERT_OK(tm_sha256_hex_input(b, in, &err), &err);
   TM_ASSERT_STR_EQ(a, b);
   tm_input_close(in);
 }

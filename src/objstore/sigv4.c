@@ -1,5 +1,5 @@
 /*
- * sigv4.c - AWS Signature Version 4 (objstore layer, s3 backend), written
+ * sigv4.c - AWS Signature Version 4 (objstore layer; see sigv4.h), written
  * from the AWS documentation ("Create a signed AWS API request" and the S3
  * "Signature Calculations for the Authorization Header" pages):
  *
@@ -20,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "objstore/s3/s3_int.h"
+#include "objstore/sigv4.h"
+
+#include "objstore/http_int.h"
 #include "util/alloc.h"
 
 #define HEADERS_MAX 64
@@ -35,8 +37,8 @@ static void to_hex(char *out, const uint8_t *p, size_t n) {
   out[2 * n] = '\0';
 }
 
-int tm_sha256__hex(char out[TM_SHA256_HEX_LEN + 1], const void *data, size_t len,
-                   tm_error *err) {
+int tm_sha256_hex(char out[TM_SHA256_HEX_LEN + 1], const void *data, size_t len,
+                  tm_error *err) {
   uint8_t md[32];
   unsigned int n = 0;
   if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != 32)
@@ -45,7 +47,7 @@ int tm_sha256__hex(char out[TM_SHA256_HEX_LEN + 1], const void *data, size_t len
   return TM_OK;
 }
 
-int tm_sha256__hex_input(char out[TM_SHA256_HEX_LEN + 1], tm_input *in, tm_error *err) {
+int tm_sha256_hex_input(char out[TM_SHA256_HEX_LEN + 1], tm_input *in, tm_error *err) {
   uint64_t size = 0;
   TM_TRY(tm_input_size(in, &size, err));
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -97,7 +99,7 @@ static int hmac(uint8_t out[32], const void *key, size_t key_len, const void *da
   return TM_OK;
 }
 
-void tm_sigv4__amz_date(char out[17], int64_t unix_sec) {
+void tm_sigv4_amz_date(char out[17], int64_t unix_sec) {
   time_t t = (time_t)unix_sec;
   struct tm tmv;
   gmtime_r(&t, &tmv);
@@ -127,7 +129,7 @@ static char *encode_dup(const char *s) {
   return tm_buf_take(&b, NULL);
 }
 
-int tm_sigv4__canonical_query(tm_buf *out, const tm_sigv4_kv *query, size_t n, tm_error *err) {
+int tm_sigv4_canonical_query(tm_buf *out, const tm_sigv4_kv *query, size_t n, tm_error *err) {
   if (n == 0) return TM_OK;
   enc_pair *pairs = tm_calloc(n, sizeof *pairs);
   if (!pairs) return tm_error_nomem(err);
@@ -240,12 +242,12 @@ static int signed_headers_only(tm_buf *signed_out, const tm_sigv4_request *req, 
   return rc;
 }
 
-int tm_sigv4__canonical_request(tm_buf *out, const tm_sigv4_request *req, tm_error *err) {
+int tm_sigv4_canonical_request(tm_buf *out, const tm_sigv4_request *req, tm_error *err) {
   tm_buf signed_h = TM_BUF_INIT(TM_BUF_UNLIMITED);
   int rc = tm_buf_printf(out, err, "%s\n", req->method);
   if (rc == TM_OK) rc = tm_http__uri_encode(out, req->path, strlen(req->path), true, err);
   if (rc == TM_OK) rc = tm_buf_putc(out, '\n', err);
-  if (rc == TM_OK) rc = tm_sigv4__canonical_query(out, req->query, req->n_query, err);
+  if (rc == TM_OK) rc = tm_sigv4_canonical_query(out, req->query, req->n_query, err);
   if (rc == TM_OK) rc = tm_buf_putc(out, '\n', err);
   if (rc == TM_OK) rc = canonical_headers(out, &signed_h, req, err);
   if (rc == TM_OK)
@@ -262,16 +264,16 @@ static int scope(tm_buf *out, const tm_sigv4_request *req, tm_error *err) {
                        req->service);
 }
 
-int tm_sigv4__string_to_sign(tm_buf *out, const tm_sigv4_request *req, const char *creq,
+int tm_sigv4_string_to_sign(tm_buf *out, const tm_sigv4_request *req, const char *creq,
                              size_t creq_len, tm_error *err) {
   char hash[TM_SHA256_HEX_LEN + 1];
-  TM_TRY(tm_sha256__hex(hash, creq, creq_len, err));
+  TM_TRY(tm_sha256_hex(hash, creq, creq_len, err));
   TM_TRY(tm_buf_printf(out, err, "AWS4-HMAC-SHA256\n%s\n", req->amz_date));
   TM_TRY(scope(out, req, err));
   return tm_buf_printf(out, err, "\n%s", hash);
 }
 
-int tm_sigv4__signing_key(uint8_t key[32], const char *secret, const char *date8,
+int tm_sigv4_signing_key(uint8_t key[32], const char *secret, const char *date8,
                           const char *region, const char *service, tm_error *err) {
   char *k = tm_asprintf("AWS4%s", secret);
   if (!k) return tm_error_nomem(err);
@@ -288,7 +290,7 @@ int tm_sigv4__signing_key(uint8_t key[32], const char *secret, const char *date8
   return rc;
 }
 
-int tm_sigv4__authorization(tm_buf *out, char *signature_out, const tm_sigv4_request *req,
+int tm_sigv4_authorization(tm_buf *out, char *signature_out, const tm_sigv4_request *req,
                             tm_error *err) {
   tm_buf creq = TM_BUF_INIT(TM_BUF_UNLIMITED);
   tm_buf sts = TM_BUF_INIT(TM_BUF_UNLIMITED);
@@ -296,9 +298,9 @@ int tm_sigv4__authorization(tm_buf *out, char *signature_out, const tm_sigv4_req
   uint8_t key[32], sig[32];
   char sig_hex[TM_SHA256_HEX_LEN + 1];
   int rc;
-  TM_CHECK(tm_sigv4__canonical_request(&creq, req, err));
-  TM_CHECK(tm_sigv4__string_to_sign(&sts, req, creq.ptr, creq.len, err));
-  TM_CHECK(tm_sigv4__signing_key(key, req->secret_key, req->amz_date, req->region,
+  TM_CHECK(tm_sigv4_canonical_request(&creq, req, err));
+  TM_CHECK(tm_sigv4_string_to_sign(&sts, req, creq.ptr, creq.len, err));
+  TM_CHECK(tm_sigv4_signing_key(key, req->secret_key, req->amz_date, req->region,
                                  req->service, err));
   TM_CHECK(hmac(sig, key, 32, sts.ptr, sts.len, err));
   to_hex(sig_hex, sig, 32);
