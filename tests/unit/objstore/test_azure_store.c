@@ -10,7 +10,12 @@
  * last-modified times, ranged reads, Put Block + Put Block List with a
  * small block size (a multi-block upload read back exactly), create-only
  * puts (TM_ECONFLICT), a missing blob and container, a wrong key (403), and
- * a stopped server (TM_EUNAVAILABLE naming the endpoint).
+ * a stopped server (TM_EUNAVAILABLE naming the endpoint). Faults, through
+ * tests/tools/fault_proxy.py in front of Azurite: 503, 500 and 429 retried on
+ * reads, stats, listing pages and uploads; a persistent 503 gives up after
+ * 1 + max_retries attempts naming Azure's error code; a 403 is not retried;
+ * reset connections are retried; a body cut short resumes after the bytes
+ * already read.
  */
 #include <errno.h>
 #include <signal.h>
@@ -281,5 +286,155 @@ TM_TEST(azure_store_errors) {
   tm_objstore_stats stats;
   tm_objstore_get_stats(s, &stats);
   TM_ASSERT_INT_EQ(stats.retries, 2);
+  tm_objstore_free(s);
+}
+
+/* ---- faults: tests/tools/fault_proxy.py in front of Azurite ---------------------- */
+
+typedef struct proxy {
+  pid_t pid;
+  FILE *in, *out;
+  int port;
+} proxy;
+
+static proxy g_proxy;
+
+static void stop_proxy(void) {
+  if (g_proxy.pid <= 0) return;
+  fclose(g_proxy.in); /* the proxy exits when its stdin closes */
+  int st;
+  while (waitpid(g_proxy.pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  fclose(g_proxy.out);
+  memset(&g_proxy, 0, sizeof g_proxy);
+}
+
+static bool proxied(void) {
+  if (!shared()) return false;
+  if (g_proxy.pid > 0) return true;
+  char script[1024], target[64];
+  snprintf(script, sizeof script, "%s/tests/tools/fault_proxy.py", tm_test_source_dir());
+  snprintf(target, sizeof target, "127.0.0.1:%d", g_srv.port);
+  int in_pipe[2], out_pipe[2];
+  TM_ASSERT(pipe(in_pipe) == 0 && pipe(out_pipe) == 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_addclose(&fa, in_pipe[1]);
+  posix_spawn_file_actions_addclose(&fa, out_pipe[0]);
+  const char *argv[] = {"python3", script, "--target", target, NULL};
+  int rc = posix_spawnp(&g_proxy.pid, "python3", &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  TM_ASSERT_MSG(rc == 0, "posix_spawn python3: %s", strerror(rc));
+  g_proxy.in = fdopen(in_pipe[1], "w");
+  g_proxy.out = fdopen(out_pipe[0], "r");
+  char line[128];
+  TM_ASSERT(fgets(line, sizeof line, g_proxy.out) != NULL);
+  TM_ASSERT_MSG(sscanf(line, "listening %d", &g_proxy.port) == 1, "proxy said %s", line);
+  atexit(stop_proxy);
+  return true;
+}
+
+static void proxy_cmd(const char *cmd) {
+  char line[128];
+  fprintf(g_proxy.in, "%s\n", cmd);
+  fflush(g_proxy.in);
+  TM_ASSERT(fgets(line, sizeof line, g_proxy.out) != NULL);
+  TM_ASSERT_STR_EQ(line, "ok\n");
+}
+
+static uint64_t retries_of(tm_objstore *s) {
+  tm_objstore_stats st;
+  tm_objstore_get_stats(s, &st);
+  return st.retries;
+}
+
+TM_TEST(azure_store_retries_5xx_and_429_then_gives_up) {
+  if (!proxied()) return;
+  tm_error err;
+  tm_azure_options o = options(g_proxy.port);
+  o.max_retries = 3;
+  tm_objstore *s = open_store(&o);
+  TM_ASSERT_OK(tm_objstore_put(s, "fault/x", "payload", 7, 0, &err), &err);
+  proxy_cmd("fail 503 2");
+  char *back = NULL;
+  TM_ASSERT_OK(tm_objstore_read_all(s, "fault/x", 100, &back, NULL, &err), &err);
+  TM_ASSERT_STR_EQ(back, "payload");
+  tm_free(back);
+  back = NULL;
+  TM_ASSERT_INT_EQ(retries_of(s), 2);
+  proxy_cmd("fail 429 1");
+  proxy_cmd("fail 500 1");
+  tm_obj_stat st;
+  TM_ASSERT_OK(tm_objstore_stat(s, "fault/x", &st, &err), &err);
+  TM_ASSERT(st.exists);
+  TM_ASSERT_INT_EQ(retries_of(s), 4);
+  /* A listing page and an upload are retried too (the upload with its whole body). */
+  proxy_cmd("fail 500 1");
+  seen v = {0};
+  TM_ASSERT_OK(tm_objstore_list(s, "fault/", collect, &v, &err), &err);
+  TM_ASSERT_INT_EQ(v.n, 1);
+  proxy_cmd("fail 503 1");
+  TM_ASSERT_OK(tm_objstore_put(s, "fault/y", "again", 5, 0, &err), &err);
+  TM_ASSERT_OK(tm_objstore_read_all(s, "fault/y", 100, &back, NULL, &err), &err);
+  TM_ASSERT_STR_EQ(back, "again");
+  tm_free(back);
+  back = NULL;
+  /* Persistent failure: 1 + max_retries attempts, then TM_EUNAVAILABLE with Azure's code. */
+  proxy_cmd("fail 503 4");
+  tm_objstore_stats a, b;
+  tm_objstore_get_stats(s, &a);
+  TM_ASSERT_RC(tm_objstore_read_all(s, "fault/x", 100, &back, NULL, &err), TM_EUNAVAILABLE);
+  TM_ASSERT_CONTAINS(err.message, "ServerBusy");
+  TM_ASSERT_CONTAINS(err.message, "4 attempts");
+  tm_objstore_get_stats(s, &b);
+  TM_ASSERT_INT_EQ(b.requests - a.requests, 4);
+  /* A 403 is final: no retry. */
+  proxy_cmd("fail 403 1");
+  uint64_t r0 = retries_of(s);
+  TM_ASSERT_RC(tm_objstore_stat(s, "fault/x", &st, &err), TM_EIO);
+  TM_ASSERT_INT_EQ(retries_of(s), r0);
+  proxy_cmd("clear");
+  tm_objstore_free(s);
+}
+
+TM_TEST(azure_store_broken_connections_are_retried_and_reads_resume) {
+  if (!proxied()) return;
+  tm_error err;
+  tm_azure_options o = options(g_proxy.port);
+  tm_objstore *s = open_store(&o);
+  size_t len = 300 * 1000;
+  unsigned char *data = tm_malloc(len);
+  TM_ASSERT(data != NULL);
+  for (size_t i = 0; i < len; i++) data[i] = (unsigned char)(i * 7 + i / 251);
+  TM_ASSERT_OK(tm_objstore_put(s, "fault/big", data, len, 0, &err), &err);
+  /* Reset before any response: retried (libcurl itself retries once on a reused
+   * connection that turns out dead, so our count is 2 or 1 for the two resets). */
+  proxy_cmd("reset 2");
+  tm_obj_stat st;
+  uint64_t r0 = retries_of(s);
+  TM_ASSERT_OK(tm_objstore_stat(s, "fault/big", &st, &err), &err);
+  TM_ASSERT_INT_EQ(st.size, len);
+  TM_ASSERT(retries_of(s) - r0 >= 1 && retries_of(s) - r0 <= 2);
+  /* A body cut short: the read resumes after the bytes it has, exactly. */
+  proxy_cmd("cut 100000");
+  tm_objstore_stats a, b;
+  tm_objstore_get_stats(s, &a);
+  char *back = NULL;
+  size_t n = 0;
+  TM_ASSERT_OK(tm_objstore_read_all(s, "fault/big", len + 1, &back, &n, &err), &err);
+  TM_ASSERT_INT_EQ(n, len);
+  TM_ASSERT(memcmp(back, data, len) == 0);
+  tm_free(back);
+  tm_objstore_get_stats(s, &b);
+  TM_ASSERT_INT_EQ(b.retries - a.retries, 1);
+  /* Bytes in: the cut part once, then only the rest (a resume, not a re-read). */
+  TM_ASSERT_MSG(b.bytes_in - a.bytes_in <= len + 1024, "read %llu bytes for %zu",
+                (unsigned long long)(b.bytes_in - a.bytes_in), len);
+  proxy_cmd("clear");
+  tm_free(data);
   tm_objstore_free(s);
 }
