@@ -528,11 +528,11 @@ int tm_source__iceberg_follow(tm_source *src, const char *metadata_location, tm_
   ice_source *s = (ice_source *)src;
   if (src->vt != &k_ice_vt || s->kind == ICE_REST)
     return tm_error_set(err, TM_EINVALID, "%s: not a table found by its metadata file", src->name);
-  if (s->metadata_location && strcmp(s->metadata_location, metadata_location) == 0) return TM_OK;
   bool local = !is_url(metadata_location) || tm_str_has_prefix(metadata_location, "file:");
   const char *path = tm_str_has_prefix(metadata_location, "file://") ? metadata_location + 7
                      : tm_str_has_prefix(metadata_location, "file:") ? metadata_location + 5
                                                                       : metadata_location;
+  if (s->metadata_location && strcmp(s->metadata_location, path) == 0) return TM_OK;
   if (!is_metadata_file(path) || (local && path[0] != '/'))
     return tm_error_set(err, TM_EINVALID, "%s: '%s' is not an absolute path or URL of a "
                         "*.metadata.json file", src->name, metadata_location);
