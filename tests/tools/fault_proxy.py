@@ -2,11 +2,11 @@
 """An HTTP proxy for tests that injects faults on command, in front of a
 storage emulator that has none of its own (Azurite).
 
-  fault_proxy.py --target HOST:PORT [--flavour azure]
+  fault_proxy.py --target HOST:PORT
 prints "listening PORT", then reads commands on stdin, one a line, and
 answers "ok" to each:
   fail STATUS COUNT   the next COUNT requests get STATUS with an error body
-                      in the flavour's form (azure: <Error><Code>…, and the
+                      in Azure's form (<Error><Code>…, and the
                       x-ms-error-code header), without reaching the target
   reset COUNT         the next COUNT requests: the connection is closed
                       before any response
@@ -122,7 +122,6 @@ def main():
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--target", required=True)
-    p.add_argument("--flavour", default="azure")
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
     server.daemon_threads = True
