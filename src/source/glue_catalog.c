@@ -1,32 +1,21 @@
 /*
- * glue_catalog.c - AWS Glue Data Catalog client over libcurl (source
- * layer). See glue_catalog.h.
+ * glue_catalog.c - AWS Glue Data Catalog client (source
+ * layer; HTTP through objstore/fetch.h). See glue_catalog.h.
  */
 #include "source/glue_catalog.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "objstore/fetch.h"
 #include "objstore/sigv4.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 
 #define GLUE_BODY_LIMIT ((size_t)16 << 20)
 #define GLUE_MAX_PAGES 1000
-
-static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static size_t on_body(char *data, size_t size, size_t n, void *payload) {
-  tm_buf *b = payload;
-  size_t len = size * n;
-  if (tm_buf_append(b, data, len, NULL) < 0) return 0; /* over the limit: abort */
-  return len;
-}
 
 /* Glue's error types that mean the caller's identity or rights are wrong. */
 static bool is_auth_error(const char *type) {
@@ -90,7 +79,6 @@ static int call(const tm_glue_options *o, const char *op, json_t *req, json_t **
   if (!o->region || !*o->region) return tm_error_set(err, TM_EINVALID, "glue: no region (glue_region)");
   if (!o->access_key || !*o->access_key || !o->secret_key || !*o->secret_key)
     return tm_error_set(err, TM_EINVALID, "glue: no credentials (glue_key, glue_secret)");
-  pthread_once(&g_curl_once, curl_init_once);
   char authority[512], url[600], target[96], amz_date[17], hash[TM_SHA256_HEX_LEN + 1];
   bool https = true;
   if (o->endpoint) {
@@ -105,9 +93,7 @@ static int call(const tm_glue_options *o, const char *op, json_t *req, json_t **
   if (!body) return tm_error_nomem(err);
   size_t body_len = strlen(body);
   tm_buf auth = TM_BUF_INIT(1 << 14), resp = TM_BUF_INIT(GLUE_BODY_LIMIT);
-  struct curl_slist *hdr = NULL;
-  char *lines[6] = {0};
-  CURL *c = NULL;
+  char *lines[7] = {0}; /* header lines, NULL-terminated */
   json_t *j = NULL;
   int rc;
   TM_CHECK(tm_sha256_hex(hash, body, body_len, err));
@@ -125,42 +111,21 @@ static int call(const tm_glue_options *o, const char *op, json_t *req, json_t **
       rc = tm_error_nomem(err);
       goto done;
     }
-    hdr = curl_slist_append(hdr, lines[i]);
   }
-  if (!(lines[5] = tm_asprintf("Authorization: %s", tm_buf_cstr(&auth)))) {
+  if (!(lines[n_h] = tm_asprintf("Authorization: %s", tm_buf_cstr(&auth)))) {
     rc = tm_error_nomem(err);
     goto done;
   }
-  hdr = curl_slist_append(hdr, lines[5]);
-  hdr = curl_slist_append(hdr, "Expect:");
-  if (!hdr || !(c = curl_easy_init())) {
-    rc = tm_error_nomem(err);
-    goto done;
-  }
-  long timeout = o->timeout_ms > 0 ? o->timeout_ms : 30000;
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_POST, 1L);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body_len);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout < 10000 ? timeout : 10000);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  CURLcode cc = curl_easy_perform(c);
-  if (cc != CURLE_OK) {
-    if (cc == CURLE_WRITE_ERROR && resp.len >= GLUE_BODY_LIMIT - CURL_MAX_WRITE_SIZE)
-      rc = tm_error_set(err, TM_ETOOLARGE, "glue %s at %s: response larger than %zu bytes", op,
-                        url, GLUE_BODY_LIMIT);
-    else
-      rc = tm_error_set(err, TM_EUNAVAILABLE, "glue %s at %s: %s", op, url, curl_easy_strerror(cc));
-    goto done;
-  }
+  tm_fetch_req fr = {"POST", url, (const char *const *)lines, body, body_len, o->timeout_ms, 0};
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  tm_error ferr;
+  tm_error_init(&ferr);
+  rc = tm_fetch(&fr, &status, &resp, &ferr);
+  if (rc != TM_OK) {
+    /* ferr starts with the URL: word it as the other glue errors are, "glue OP at URL: …". */
+    rc = tm_error_set(err, rc, "glue %s at %s", op, ferr.message);
+    goto done;
+  }
   json_error_t jerr;
   j = resp.len ? json_loadb(resp.ptr, resp.len, 0, &jerr) : NULL;
   if (status == 200) {
@@ -196,9 +161,7 @@ static int call(const tm_glue_options *o, const char *op, json_t *req, json_t **
   }
 done:
   json_decref(j);
-  curl_easy_cleanup(c);
-  curl_slist_free_all(hdr);
-  for (size_t i = 0; i < 6; i++) tm_free(lines[i]);
+  for (size_t i = 0; i < 7; i++) tm_free(lines[i]);
   free(body); /* lint-ok: allocated by jansson */
   tm_buf_dispose(&auth);
   tm_buf_dispose(&resp);

@@ -1,28 +1,18 @@
 /*
- * iceberg_rest.c - Iceberg REST catalog client over libcurl (source layer).
+ * iceberg_rest.c - Iceberg REST catalog client (source layer; HTTP
+ * through objstore/fetch.h).
  * See iceberg_rest.h.
  */
 #include "source/iceberg_rest.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <string.h>
 
+#include "objstore/fetch.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 
 #define REST_BODY_LIMIT ((size_t)64 << 20)
-
-static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static size_t on_body(char *data, size_t size, size_t n, void *payload) {
-  tm_buf *b = payload;
-  size_t len = size * n;
-  if (tm_buf_append(b, data, len, NULL) < 0) return 0; /* over the limit: abort */
-  return len;
-}
 
 /* Percent-encodes s for a path segment (multi-level namespaces use %1F). */
 static int encode_segment(tm_buf *out, const char *s, bool dots_are_levels, tm_error *err) {
@@ -62,43 +52,14 @@ static void error_message(const tm_buf *body, char *msg, size_t cap, char *type,
 /* GET url into body; maps HTTP and transport failures to tm codes. */
 static int http_get(const tm_iceberg_rest_options *o, const char *url, tm_buf *body,
                     tm_error *err) {
-  pthread_once(&g_curl_once, curl_init_once);
-  CURL *c = curl_easy_init();
-  if (!c) return tm_error_nomem(err);
-  struct curl_slist *hdr = NULL;
   char *auth = NULL;
-  int rc = TM_OK;
-  hdr = curl_slist_append(hdr, "Accept: application/json");
-  if (o->token && *o->token) {
-    auth = tm_asprintf("Authorization: Bearer %s", o->token);
-    if (!auth) {
-      rc = tm_error_nomem(err);
-      goto done;
-    }
-    hdr = curl_slist_append(hdr, auth);
-  }
-  long timeout = o->timeout_ms > 0 ? o->timeout_ms : 30000;
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout < 10000 ? timeout : 10000);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  CURLcode cc = curl_easy_perform(c);
-  if (cc != CURLE_OK) {
-    if (cc == CURLE_WRITE_ERROR && body->len >= REST_BODY_LIMIT - 65536) {
-      rc = tm_error_set(err, TM_ETOOLARGE, "%s: response larger than %zu bytes", url,
-                        (size_t)REST_BODY_LIMIT);
-    } else {
-      rc = tm_error_set(err, TM_EUNAVAILABLE, "%s: %s", url, curl_easy_strerror(cc));
-    }
-    goto done;
-  }
+  if (o->token && *o->token && !(auth = tm_asprintf("Authorization: Bearer %s", o->token)))
+    return tm_error_nomem(err);
+  const char *hdr[] = {"Accept: application/json", auth, NULL};
+  tm_fetch_req fr = {"GET", url, hdr, NULL, 0, o->timeout_ms, 0};
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  int rc = tm_fetch(&fr, &status, body, err);
+  if (rc != TM_OK) goto done;
   if (status >= 200 && status < 300) goto done;
   char msg[512], type[128];
   error_message(body, msg, sizeof msg, type, sizeof type);
@@ -116,9 +77,7 @@ static int http_get(const tm_iceberg_rest_options *o, const char *url, tm_buf *b
                       sep, type, msg);
   }
 done:
-  curl_slist_free_all(hdr);
   tm_free(auth);
-  curl_easy_cleanup(c);
   return rc;
 }
 
