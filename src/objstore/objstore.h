@@ -311,8 +311,9 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  *                     (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or
  *                     AWS itself); an endpoint means path-style addressing
  *   s3_region         default AWS_REGION, AWS_DEFAULT_REGION, us-east-1
- *   s3_auth           Spice's: public (unsigned) or key (s3_key, s3_secret
- *                     required); unset: as below. iam_role is refused
+ *   s3_auth           Spice's: public (unsigned), key (s3_key, s3_secret
+ *                     required) or iam_role (the AWS default credential
+ *                     chain, awscreds.h; no keys in params); unset: as below
  *   s3_key, s3_secret default AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY;
  *                     neither set: unsigned (anonymous) requests
  *   s3_session_token  default AWS_SESSION_TOKEN (only with env credentials)

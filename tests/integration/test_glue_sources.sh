@@ -120,6 +120,17 @@ ice_append wh/sales/orders_v2 "9,2026-11-30T10:00:08Z,i"
 write_catalog "$(meta wh/sales/orders_v2)"
 assert_contains "$(tm_refresh -c pod.yaml)" "sales_orders: +1 rows via snapshots (1: append 1)"
 assert_eq "$(tm_sql pod.yaml "SELECT count(*), max(id) FROM sales_orders")" "9,9"
+# Without glue_key and glue_secret the catalog is signed with the AWS credential chain
+# (Spice's behaviour): here its shared-credentials link, with a named profile.
+printf '[glue-test]\naws_access_key_id = AKIDTEST\naws_secret_access_key = s3cret\n' > awscred
+pod glue:sales.orders "{glue_region: us-east-1, glue_endpoint: '$ep', allow_http: 'true'}"
+ice_append wh/sales/orders_v2 "10,2026-11-30T10:00:09Z,j"
+write_catalog "$(meta wh/sales/orders_v2)"
+out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN AWS_PROFILE=glue-test \
+  AWS_SHARED_CREDENTIALS_FILE="$T/awscred" AWS_CONFIG_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true \
+  "$TM_BIN" refresh -c pod.yaml 2>err) || fail "refresh through the chain: $(cat err)"
+assert_contains "$out" "sales_orders: +1 rows via snapshots (1: append 1)"
+[[ -z $(grep -v ' ok$' glue.log) ]] || fail "requests refused: $(grep -v ' ok$' glue.log)"
 
 # ---- errors ---------------------------------------------------------------------
 refresh_fails() { # refresh_fails WANT...: the refresh fails and says each WANT
@@ -152,10 +163,10 @@ refused() {
   grep -qF -- "$2" err || fail "config check for [$1]: $(cat err)"
 }
 refused "{glue_key: a, glue_secret: b, glue_endpoint: '$ep', allow_http: 'true'}" "needs param glue_region"
-refused "{glue_region: us-east-1, glue_endpoint: '$ep', allow_http: 'true'}" "needs params glue_key and glue_secret"
+refused "{glue_region: us-east-1, glue_key: a, glue_endpoint: '$ep', allow_http: 'true'}" "params glue_key and glue_secret go together"
 refused "{glue_region: us-east-1, glue_key: a, glue_secret: b, glue_endpoint: '$ep'}" "is plain http; set allow_http: true"
 refused "{glue_region: us-east-1, glue_key: a, glue_secret: b, glue_catalog: x}" "unknown param 'glue_catalog' of the Glue connector"
-refused "{glue_region: us-east-1, glue_key: a, glue_secret: b, s3_auth: iam_role}" "iam_role"
+refused "{glue_region: us-east-1, glue_key: a, glue_secret: b, s3_auth: iam_role, s3_key: k, s3_secret: s}" "iam_role takes no s3_key"
 pod "glue:orders" && { tm config check -c pod.yaml > /dev/null 2> err && fail "glue:orders accepted"; grep -q "glue:DATABASE.TABLE" err || fail "$(cat err)"; }
 
 # The keys from the environment (AWS_*), as the S3 store takes them.
@@ -163,7 +174,7 @@ pod glue:sales.orders "{glue_endpoint: '$ep', allow_http: 'true'}"
 (
   export AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=s3cret AWS_REGION=us-east-1
   tm refresh -c pod.yaml > out 2> err || fail "keys from the environment: $(cat err)"
-  assert_eq "$(tm_sql pod.yaml "SELECT count(*) FROM sales_orders")" "9"
+  assert_eq "$(tm_sql pod.yaml "SELECT count(*) FROM sales_orders")" "10"
 )
 
 # The table leaves the catalog: the refresh fails, never "+0 rows" from an empty table.
@@ -176,7 +187,7 @@ write_catalog "$(meta wh/sales/orders_v2)"
 kill "$GLUE_PID"; wait "$GLUE_PID" 2>/dev/null || true
 ice_append wh/sales/orders_v2 "10,2026-11-30T10:00:09Z,j"
 refresh_fails "glue GetTable at $ep/" "Couldn't connect"
-assert_eq "$(tm_sql pod.yaml "SELECT count(*) FROM sales_orders")" "9" "the acceleration still answers"
+assert_eq "$(tm_sql pod.yaml "SELECT count(*) FROM sales_orders")" "10" "the acceleration still answers"
 write_catalog "$(meta wh/sales/orders_v2)"
 start_glue "${ep##*:}"
 assert_contains "$(tm_refresh -c pod.yaml)" "sales_orders: +1 rows via snapshots (1: append 1)"

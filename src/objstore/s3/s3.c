@@ -141,6 +141,7 @@ static void s3_free(tm_objstore *base) {
   tm_free(s->access_key);
   tm_free(s->secret_key);
   tm_free(s->session_token);
+  tm_aws_chain_free(s->chain);
   tm_objstore__dispose(base);
   tm_free(s);
 }
@@ -173,6 +174,9 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
     return tm_error_set(err, TM_EINVALID, "s3 store for bucket '%s': %s", o->bucket,
                         has_key ? "s3_key is set but s3_secret is not"
                                 : "s3_secret is set but s3_key is not");
+  if (o->credential_chain && (has_key || (o->session_token && *o->session_token)))
+    return tm_error_set(err, TM_EINVALID, "s3 store for bucket '%s': the credential chain takes "
+                        "no s3_key, s3_secret or s3_session_token", o->bucket);
   tm_http_options ho;
   tm_http_options_init(&ho);
   ho.max_retries = o->max_retries;
@@ -237,6 +241,12 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
   s->access_key = dup_or_null(o->access_key);
   s->secret_key = dup_or_null(o->secret_key);
   s->session_token = dup_or_null(o->session_token);
+  if (o->credential_chain && tm_aws_chain_new(&s->chain, err) != TM_OK) {
+    tm_free(authority);
+    tm_free(basepath);
+    s3_free(&s->base);
+    return TM_ENOMEM;
+  }
   tm_free(authority);
   tm_free(basepath);
   if (!s->bucket || !s->region || !s->endpoint_desc || !s->host || !s->path_prefix ||
@@ -280,7 +290,8 @@ static const char *env(const char *name) {
  * Reads and checks params into o (strings borrowed from params). Spice's
  * s3_auth: public (unsigned, the environment's keys unused), key (s3_key and
  * s3_secret required); unset: s3_key / s3_secret, else the AWS_* variables,
- * else unsigned. iam_role (the AWS credential chain) is refused.
+ * else unsigned. iam_role: the AWS default credential chain (awscreds.h),
+ * with no keys in params.
  */
 static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
   for (size_t i = 0; params && i < params->len; i++) {
@@ -313,10 +324,10 @@ static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
     if (!o->access_key || !o->secret_key)
       return tm_error_set(err, TM_EINVALID, "param s3_auth: key needs s3_key and s3_secret");
   } else if (auth && strcmp(auth, "iam_role") == 0) {
-    return tm_error_set(err, TM_EINVALID,
-                        "param s3_auth: iam_role (the AWS credential chain) is not supported; use "
-                        "s3_auth: key with s3_key and s3_secret, or leave s3_auth out to use "
-                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    if (o->access_key || o->secret_key || o->session_token)
+      return tm_error_set(err, TM_EINVALID, "param s3_auth: iam_role takes no s3_key, s3_secret or "
+                          "s3_session_token (the AWS credential chain supplies them)");
+    o->credential_chain = true;
   } else if (auth) {
     return tm_error_set(err, TM_EINVALID, "param s3_auth: bad value '%s' (allowed: public, key, "
                         "iam_role)", auth);

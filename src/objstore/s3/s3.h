@@ -41,6 +41,7 @@ typedef struct tm_s3_options {
   const char *access_key;     /* NULL or "": unsigned (anonymous) requests */
   const char *secret_key;
   const char *session_token;  /* NULL: none */
+  bool credential_chain;      /* sign with the AWS default chain (awscreds.h); no keys then */
   bool allow_http;            /* an http:// endpoint is refused unless set */
   tm_s3_url_style url_style;
   int max_retries;            /* attempts after the first; default 4 */

@@ -22,7 +22,21 @@ static int s3_prepare(tm_http_client *c, const tm_http_req *hreq, const tm_http_
   const tm_s3_req *req = hreq->backend;
   tm_buf raw_path = TM_BUF_INIT(TM_BUF_UNLIMITED);
   tm_buf authz = TM_BUF_INIT(TM_BUF_UNLIMITED);
+  tm_aws_creds *creds = NULL; /* from the chain, wiped and freed below */
+  const char *access_key = s->access_key, *secret_key = s->secret_key;
+  const char *session_token = s->session_token;
   int rc;
+  if (s->chain) {
+    if (!(creds = tm_malloc(sizeof *creds))) return tm_error_nomem(err);
+    rc = tm_aws_chain_get(s->chain, creds, err);
+    if (rc != TM_OK) {
+      tm_free(creds);
+      return rc;
+    }
+    access_key = creds->access_key;
+    secret_key = creds->secret_key;
+    session_token = creds->session_token[0] ? creds->session_token : NULL;
+  }
   /* Path: prefix + "/" + key, or the prefix alone (bucket requests). */
   TM_CHECK(tm_buf_puts(&raw_path, s->path_prefix, err));
   if (hreq->key) {
@@ -48,12 +62,12 @@ static int s3_prepare(tm_http_client *c, const tm_http_req *hreq, const tm_http_
   if (at->range) sh[nh++] = (tm_sigv4_kv){"range", at->range};
   if (hreq->if_none_match) sh[nh++] = (tm_sigv4_kv){"if-none-match", hreq->if_none_match};
   if (at->if_match) sh[nh++] = (tm_sigv4_kv){"if-match", at->if_match};
-  if (s->session_token) sh[nh++] = (tm_sigv4_kv){"x-amz-security-token", s->session_token};
+  if (session_token) sh[nh++] = (tm_sigv4_kv){"x-amz-security-token", session_token};
   for (size_t i = 0; i < nh; i++)
     TM_CHECK(tm_http__add_header(hdrs, err, "%s: %s", sh[i].name, sh[i].value));
-  if (s->access_key) {
+  if (access_key) {
     tm_sigv4_request sr = {hreq->method, raw_path.ptr, req->query, req->n_query, sh, nh,
-                           payload, amz_date, s->region, "s3", s->access_key, s->secret_key};
+                           payload, amz_date, s->region, "s3", access_key, secret_key};
     TM_CHECK(tm_sigv4_authorization(&authz, NULL, &sr, err));
     TM_CHECK(tm_http__add_header(hdrs, err, "Authorization: %s", tm_buf_cstr(&authz)));
   }
@@ -63,6 +77,10 @@ done:
   /* The Authorization value is derived from the secret: wipe it. */
   if (authz.ptr) memset(authz.ptr, 0, authz.len);
   tm_buf_dispose(&authz);
+  if (creds) {
+    memset(creds, 0, sizeof *creds);
+    tm_free(creds);
+  }
   return rc;
 }
 
@@ -92,6 +110,9 @@ static int s3_fail(tm_http_client *c, const tm_http_req *req, const tm_http_fail
                         "%s: redirected (%s); check s3_endpoint, s3_region and s3_url_style", obj,
                         f->detail);
   if (st == 403) {
+    if (s->chain)
+      return tm_error_set(err, TM_EIO, "%s: access denied (%s) to the keys of the AWS credential "
+                          "chain (s3_auth: iam_role)", obj, f->detail);
     if (!s->access_key)
       return tm_error_set(err, TM_EIO,
                           "%s: access denied (%s); no credentials were given (s3_key and "

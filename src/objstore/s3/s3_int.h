@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "objstore/awscreds.h"
 #include "objstore/http_int.h"
 #include "objstore/objstore_int.h"
 #include "objstore/s3/s3.h"
@@ -71,6 +72,7 @@ typedef struct tm_s3_store {
   char *access_key;    /* NULL: unsigned requests */
   char *secret_key;
   char *session_token; /* NULL: none */
+  tm_aws_chain *chain; /* owned; set: keys come from it per request (s3_auth: iam_role) */
   tm_s3_options opts;  /* numbers only; its string pointers are not used after creation */
   tm_http_client http; /* pool, retries */
 } tm_s3_store;

@@ -21,12 +21,16 @@
  * names), glue_endpoint (tidemark's: the catalog's URL, http:// only with
  * allow_http), and for the table's files s3_* (glue_key, glue_secret,
  * glue_session_token and glue_region are the s3_ ones unless those are
- * given), allow_http, client_timeout.
+ * given), allow_http, client_timeout. Without glue_key and glue_secret the
+ * catalog is signed with the AWS default credential chain (awscreds.h), as
+ * Spice does, and the table's S3 files use s3_auth: iam_role unless s3_*
+ * credentials are given.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "objstore/awscreds.h"
 #include "objstore/objstore.h"
 #include "source/glue_catalog.h"
 #include "source/source_int.h"
@@ -40,6 +44,7 @@ typedef struct glue_source {
   tm_source *inner;   /* owned, or NULL before the first describe */
   bool inner_iceberg;
   char *inner_key;    /* owned: what a file-set inner was opened on ("FORMAT LOCATION") */
+  tm_aws_chain *chain;/* owned, or NULL: keys when neither glue_key nor AWS_ACCESS_KEY_ID is set */
 } glue_source;
 
 /* A param, else the first set environment variable of envs (NULL-ended), else NULL. */
@@ -81,6 +86,8 @@ static int inner_params(const glue_source *g, const char *location, tm_kv *out, 
                                          {"glue_region", "s3_region"}};
   if (!is_s3(location)) return TM_OK;
   const tm_kv *p = &g->spec.params;
+  if (!tm_kv_get(p, "glue_key") && !tm_kv_get(p, "s3_key") && !tm_kv_get(p, "s3_auth"))
+    TM_TRY(tm_kv_set(out, "s3_auth", "iam_role", err));
   for (size_t i = 0; i < p->len; i++) {
     const char *k = p->items[i].key;
     if (tm_str_has_prefix(k, "s3_") || !strcmp(k, "allow_http") || !strcmp(k, "client_timeout"))
@@ -224,8 +231,24 @@ static int glue_describe(tm_source *src, tm_error *err) {
   glue_source *g = (glue_source *)src;
   tm_glue_options o;
   glue_options(&g->spec.params, &o);
+  tm_aws_creds *creds = NULL; /* from the chain; wiped and freed once the call is done */
+  int rc = TM_OK;
+  if (!o.access_key) {
+    if (!g->chain) rc = tm_aws_chain_new(&g->chain, err);
+    if (rc == TM_OK && !(creds = tm_malloc(sizeof *creds))) rc = tm_error_nomem(err);
+    if (rc == TM_OK) rc = tm_aws_chain_get(g->chain, creds, err);
+    if (rc == TM_OK) {
+      o.access_key = creds->access_key;
+      o.secret_key = creds->secret_key;
+      o.session_token = creds->session_token[0] ? creds->session_token : NULL;
+    }
+  }
   tm_glue_table t;
-  int rc = tm_glue_get_table(&o, g->db, g->table, &t, err);
+  if (rc == TM_OK) rc = tm_glue_get_table(&o, g->db, g->table, &t, err);
+  if (creds) {
+    memset(creds, 0, sizeof *creds);
+    tm_free(creds);
+  }
   if (rc < 0) {
     tm_error_prefix(err, "dataset %s", src->name);
     /* A table the catalog does not have is unreachable (as a missing folder is), not an
@@ -269,6 +292,7 @@ static int glue_scan(tm_source *src, const tm_scan_request *req, tm_scan **out, 
 static void glue_free(tm_source *src) {
   glue_source *g = (glue_source *)src;
   drop_inner(g);
+  tm_aws_chain_free(g->chain);
   tm_free(g->db);
   tm_free(g->table);
   tm_source_spec_dispose(&g->spec);
@@ -297,10 +321,9 @@ int tm_source__glue_check_params(const tm_kv *params, tm_error *err) {
   if (!o.region)
     return tm_error_set(err, TM_EINVALID, "the Glue connector needs param glue_region (or "
                         "AWS_REGION)");
-  if (!o.access_key || !o.secret_key)
-    return tm_error_set(err, TM_EINVALID, "the Glue connector needs params glue_key and "
-                        "glue_secret (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; tidemark "
-                        "does not read the rest of the AWS credential chain)");
+  if (!o.access_key != !o.secret_key)
+    return tm_error_set(err, TM_EINVALID, "params glue_key and glue_secret go together (or "
+                        "neither: the AWS credential chain)");
   const char *ep = o.endpoint;
   if (ep && !tm_str_has_prefix(ep, "https://")) {
     const char *allow = setting(params, "allow_http", NULL);
