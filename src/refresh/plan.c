@@ -31,6 +31,10 @@
  *              deletes applied (B12)
  *   SNAPSHOTS  the files the steps added, deletes never applied (B12)
  *   NOTHING    no transaction
+ * Spice's refresh_data_window narrows every read (full, by time, snapshots)
+ * to rows with time_column > now - window (day-floored and inclusive for
+ * day columns): one more bound term, and the row filter uses whichever of
+ * the two bounds is later (docs/REFRESH.md "Data window").
  *
  * tidemark computes no column of its own (Spice's dataset `columns:` carries
  * descriptions and embedding options, which tidemark ignores with a
@@ -234,6 +238,19 @@ static int plan_bound(const tm_plan_input *in, tm_refresh_plan *d, tm_error *err
   return TM_OK;
 }
 
+/* refresh_data_window: the window's bound, when later than the read's own. */
+static int plan_window(const tm_plan_input *in, tm_refresh_plan *d, tm_error *err) {
+  int64_t window = in->def->acceleration.refresh_data_window_ms;
+  if (!window || !d->reads || !d->has_time_column || d->needs_high_water_mark) return TM_OK;
+  tm_time_bound wb = tm_time_bound_for_append(&d->tc, tm_instant_from_ms(in->now_ms - window), 0);
+  if (d->bound.active && tm_instant_cmp(wb.instant, d->bound.instant) <= 0) return TM_OK;
+  /* Later than the read's bound: rows it keeps are above that bound too, and
+   * a re-read window (A3) shrinks to it, so the de-duplication stays right. */
+  TM_TRY(tm_time_bound_to_predicate(&d->tc, &wb, &d->predicate, err));
+  d->bound = wb;
+  return TM_OK;
+}
+
 /* How the plan's kind reads and writes. */
 static int plan_read(const tm_plan_input *in, tm_refresh_plan *d, tm_error *err) {
   d->writes = d->kind != TM_READ_NOTHING;
@@ -270,6 +287,7 @@ int tm_refresh_plan_make(const tm_plan_input *in, tm_refresh_plan *out, tm_error
   int rc = plan_time_column(in, &d, err);
   if (rc == TM_OK) rc = plan_kind(in, full, &d, err);
   if (rc == TM_OK) rc = plan_read(in, &d, err);
+  if (rc == TM_OK) rc = plan_window(in, &d, err);
   if (rc < 0) {
     tm_refresh_plan_dispose(&d);
     return rc;

@@ -105,6 +105,7 @@ typedef struct tm_plan_input {
   tm_hwm_state hwm_state;
   tm_instant hwm;             /* TM_HWM_KNOWN */
   tm_fallback last_fallback;  /* the last fallback logged (B6 warns when it changes) */
+  int64_t now_ms;             /* the clock for refresh_data_window (Unix ms) */
 } tm_plan_input;
 
 typedef struct tm_refresh_plan {

@@ -281,6 +281,7 @@ static int make_plan(run *r, tm_refresh_plan *p) {
   in.has_engine = r->engine && !r->new_engine;
   in.full = r->req->full;
   in.one_off_sql = r->req->sql != NULL;
+  in.now_ms = tm_now_ms();
   in.through_sql = r->sql != NULL;
   in.schema = r->schema;
   pthread_mutex_lock(&a->state_lock);

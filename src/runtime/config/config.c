@@ -38,7 +38,7 @@ static const char *const k_dataset_ignored[] = {
     "has_metadata_table", "vectors", "mode", NULL};
 
 static const char *const k_accel_ignored[] = {
-    "refresh_data_window", "on_zero_results",
+    "on_zero_results",
     "indexes", "engine_secret", "snapshots_trigger", "snapshots_trigger_threshold",
     "snapshots_creation_policy", "snapshots_compaction", "refresh_cron", NULL};
 
@@ -251,6 +251,7 @@ static const tm_cfg_key k_accel[] = {
     KEY("refresh_check_interval", TM_CFG_DURATION, tm_acceleration_def, refresh_check_interval_ms),
     KEY("refresh_append_overlap", TM_CFG_DURATION0, tm_acceleration_def, refresh_append_overlap_ms),
     READ_KEY("refresh_sql", tm_acceleration_def, refresh_sql, read_refresh_sql),
+    KEY("refresh_data_window", TM_CFG_DURATION, tm_acceleration_def, refresh_data_window_ms),
     KEY("refresh_jitter_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_jitter_enabled),
     KEY("refresh_jitter_max", TM_CFG_DURATION, tm_acceleration_def, refresh_jitter_max_ms),
     KEY("refresh_retry_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_retry_enabled),
@@ -463,6 +464,16 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
       int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "refresh_mode"),
                     "refresh_mode: append needs time_column (a time column of the data, or "
                     "last_modified for file and S3 sources) (SPEC A1)");
+      tm_cfg__path_pop(c, old);
+      return rc;
+    }
+    if (a->refresh_data_window_ms &&
+        (!d->time_column || strcmp(d->time_column, "last_modified") == 0)) {
+      size_t old = tm_cfg__path_push_key(c, "acceleration.refresh_data_window");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "refresh_data_window"),
+                    d->time_column ? "refresh_data_window needs a time_column of the data (not "
+                                     "last_modified, a file's time)"
+                                   : "refresh_data_window needs time_column (as in Spice)");
       tm_cfg__path_pop(c, old);
       return rc;
     }
