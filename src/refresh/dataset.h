@@ -56,6 +56,8 @@ typedef struct tm_acceleration_def {
   bool has_overlap;
   int64_t refresh_append_overlap_ms;  /* valid when has_overlap */
   char *refresh_sql;                  /* owned or NULL */
+  bool refresh_on_startup_always;     /* Spice's refresh_on_startup: always, tidemark's only
+                                         behaviour (C4: every start refreshes); auto is refused */
   int64_t refresh_data_window_ms;     /* 0: none; else only rows with time_column > now - this */
   bool refresh_jitter_enabled;        /* default false (Spice's) */
   int64_t refresh_jitter_max_ms;      /* 0: 10% of refresh_check_interval */

@@ -135,6 +135,22 @@ static int read_refresh_mode(ctx *c, yaml_node_t *v, void *field, void *obj) {
   return TM_OK;
 }
 
+/* Spice's refresh_on_startup: tidemark refreshes every accelerated dataset at start. */
+static int read_refresh_on_startup(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)obj;
+  const char *s;
+  TM_TRY(tm_cfg__scalar(c, v, "auto or always", &s));
+  if (strcmp(s, "always") == 0) {
+    *(bool *)field = true;
+    return TM_OK;
+  }
+  if (strcmp(s, "auto") == 0)
+    return tm_cfg__fail(c, v, "refresh_on_startup: auto (keep the last refresh's schedule across "
+                        "restarts) is not supported: tidemark refreshes every accelerated dataset "
+                        "at each start, which is Spice's 'always'; write always or leave the key out");
+  return tm_cfg__fail(c, v, "bad value '%s' (allowed: always; Spice's auto is not supported)", s);
+}
+
 /* A SQL string whose first word is the statement kind the key needs. */
 static int read_sql(ctx *c, yaml_node_t *v, char **field, const char *word, const char *key) {
   TM_TRY(tm_cfg__get_string(c, v, field));
@@ -252,6 +268,8 @@ static const tm_cfg_key k_accel[] = {
     KEY("refresh_append_overlap", TM_CFG_DURATION0, tm_acceleration_def, refresh_append_overlap_ms),
     READ_KEY("refresh_sql", tm_acceleration_def, refresh_sql, read_refresh_sql),
     KEY("refresh_data_window", TM_CFG_DURATION, tm_acceleration_def, refresh_data_window_ms),
+    READ_KEY("refresh_on_startup", tm_acceleration_def, refresh_on_startup_always,
+             read_refresh_on_startup),
     KEY("refresh_jitter_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_jitter_enabled),
     KEY("refresh_jitter_max", TM_CFG_DURATION, tm_acceleration_def, refresh_jitter_max_ms),
     KEY("refresh_retry_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_retry_enabled),

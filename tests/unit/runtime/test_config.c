@@ -89,6 +89,8 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT_INT_EQ(a->snapshots, TM_SNAPSHOTS_ENABLED);
   /* Spice's refresh jitter: without refresh_jitter_max, 10% of refresh_check_interval. */
   TM_ASSERT(a->refresh_jitter_enabled);
+  TM_ASSERT(a->refresh_on_startup_always);
+  TM_ASSERT_INT_EQ(a->refresh_data_window_ms, 7LL * 86400 * 1000);
   TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(a), 1000);
   TM_ASSERT(tm_str_has_suffix(ev->data_path, "/tests/cases/config/good/.tidemark/data/events"));
   const tm_dataset_def *logs = tm_config_find(&cfg, "logs");
