@@ -450,12 +450,18 @@ static int from_imds(tm_aws_creds *out, bool *reached, tm_buf *tried, tm_error *
     rc = tm_error_set(err, TM_EUNAVAILABLE, "IMDS at %s: token request: HTTP %ld", base, st);
     goto done;
   }
+  for (size_t i = 0; i < tok.len; i++) /* it goes into a header line */
+    if (tok.ptr[i] <= ' ' || tok.ptr[i] > '~') {
+      rc = tm_error_set(err, TM_ECORRUPT, "IMDS at %s: the session token is not printable", base);
+      goto done;
+    }
   snprintf(hdr_token, sizeof hdr_token, "X-aws-ec2-metadata-token: %s", tm_buf_cstr(&tok));
   const char *h2[] = {hdr_token, NULL};
   snprintf(url, sizeof url, "%s/latest/meta-data/iam/security-credentials/", base);
   fr = (tm_fetch_req){"GET", url, h2, NULL, 0, 2000, 1000};
   TM_CHECK(tm_fetch(&fr, &st, &role, err));
-  char *name = trim((char *)tm_buf_cstr(&role));
+  TM_CHECK(tm_buf_putc(&role, '\0', err)); /* owned and writable, even when the body is empty */
+  char *name = trim(role.ptr);
   name[strcspn(name, "\r\n")] = '\0';
   if (st == 404 || (ok_status(st) && !*name)) {
     rc = tm_error_set(err, TM_EINVALID, "IMDS at %s: this instance has no IAM role", base);
