@@ -241,11 +241,11 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
   s->access_key = dup_or_null(o->access_key);
   s->secret_key = dup_or_null(o->secret_key);
   s->session_token = dup_or_null(o->session_token);
-  if (o->credential_chain && tm_aws_chain_new(&s->chain, err) != TM_OK) {
+  if (o->credential_chain && (rc = tm_aws_chain_new(&s->chain, err)) != TM_OK) {
     tm_free(authority);
     tm_free(basepath);
     s3_free(&s->base);
-    return TM_ENOMEM;
+    return rc;
   }
   tm_free(authority);
   tm_free(basepath);
