@@ -222,6 +222,11 @@ int tm_accel_new(tm_accel **out, const tm_dataset_def *def, const tm_accel_optio
         const char *fb = tm_kv_get(&st, TM_STATE_FALLBACK);
         for (int f = TM_FALLBACK_TABLE_HAS_NO_SNAPSHOT; fb && f <= TM_FALLBACK_ROWS_REWRITTEN_WITHOUT_PRIMARY_KEY; f++)
           if (!strcmp(fb, tm_fallback_name((tm_fallback)f))) a->last_fallback = (tm_fallback)f;
+        /* When the last committed refresh started (refresh_on_startup: auto); a value that
+         * is not a positive number is left out: the schedule then refreshes at once. */
+        const char *at = tm_kv_get(&st, TM_STATE_REFRESHED_AT);
+        int64_t ms = 0;
+        if (at && tm_parse_int64(at, strlen(at), &ms) == TM_OK && ms > 0) a->last_commit_ms = ms;
       }
       tm_kv_dispose(&st);
       int64_t rows = 0;
@@ -293,6 +298,7 @@ void tm_accel_get_info(tm_accel *a, tm_accel_info *out) {
   snprintf(out->last_fallback, sizeof out->last_fallback, "%s", tm_fallback_name(a->last_fallback));
   snprintf(out->last_error, sizeof out->last_error, "%s", a->last_error);
   out->last_error_ms = a->last_error_ms;
+  out->last_commit_ms = a->last_commit_ms;
   tm_engine *e = a->engine ? tm_engine_retain(a->engine) : NULL;
   bool mem = a->mem_has_snapshot;
   int64_t mem_id = a->mem_snapshot;

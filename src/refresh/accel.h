@@ -103,6 +103,8 @@ typedef struct tm_refresh_result {
   int64_t duration_ms;
   int64_t duration_us;
   int64_t rows_after;        /* live rows after the commit */
+  bool committed;            /* rows or state were committed (a refresh that changes nothing
+                                commits nothing) */
 } tm_refresh_result;
 
 /**
@@ -198,6 +200,9 @@ typedef struct tm_accel_info {
   char last_fallback[64];       /* "" when the last refresh was not a fallback */
   char last_error[TM_ERROR_MESSAGE_MAX]; /* "" after a success */
   int64_t last_error_ms;
+  /* Wall-clock ms when the last committed refresh started, from this process's refreshes or
+   * the acceleration's state map (it survives restarts in file mode); 0: none known. */
+  int64_t last_commit_ms;
 } tm_accel_info;
 
 void tm_accel_get_info(tm_accel *a, tm_accel_info *out);
@@ -207,5 +212,9 @@ void tm_accel_get_info(tm_accel *a, tm_accel_info *out);
 #define TM_STATE_TABLE_UUID "tidemark.iceberg.table_uuid"
 #define TM_STATE_SCHEMA "tidemark.schema"
 #define TM_STATE_FALLBACK "tidemark.last_fallback"
+/* Wall-clock ms when the last committed refresh started (refresh_on_startup: auto). A refresh
+ * that changes nothing commits nothing, so this is the last refresh that changed the rows or
+ * the state. */
+#define TM_STATE_REFRESHED_AT "tidemark.refreshed_at_ms"
 
 #endif

@@ -41,6 +41,7 @@ struct tm_accel {
   bool suspect;                 /* a query met damage: verify before the next refresh */
   char last_error[TM_ERROR_MESSAGE_MAX];
   int64_t last_error_ms;
+  int64_t last_commit_ms;       /* wall ms the last committed refresh started; 0: unknown */
 };
 
 /** Sets the status (and its gauge); a->state_lock is held. */

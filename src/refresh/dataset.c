@@ -25,6 +25,7 @@ void tm_dataset_def_dispose(tm_dataset_def *d) {
   tm_free(d->time_partition_column);
   tm_free(d->data_path);
   tm_free(a->refresh_sql);
+  tm_free(a->refresh_cron);
   tm_free(a->retention_sql);
   for (size_t i = 0; i < a->n_primary_key; i++) tm_free(a->primary_key[i]);
   tm_free(a->primary_key);

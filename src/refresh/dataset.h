@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "util/cron.h"
 #include "util/str.h"
 #include "util/time.h"
 
@@ -22,6 +23,12 @@ typedef enum tm_refresh_mode {
   TM_REFRESH_FULL = 0,
   TM_REFRESH_APPEND
 } tm_refresh_mode;
+
+/** Spice's refresh_on_startup (docs/REFRESH.md "Scheduling"). */
+typedef enum tm_refresh_on_startup {
+  TM_REFRESH_ON_STARTUP_ALWAYS = 0, /* tidemark's default: every start refreshes */
+  TM_REFRESH_ON_STARTUP_AUTO        /* Spice's default: only when the schedule is due */
+} tm_refresh_on_startup;
 
 typedef enum tm_snapshots_mode {
   TM_SNAPSHOTS_DISABLED = 0,
@@ -53,11 +60,13 @@ typedef struct tm_acceleration_def {
   tm_engine_mode mode;                /* default file for cayenne, memory otherwise */
   tm_refresh_mode refresh_mode;       /* default full */
   int64_t refresh_check_interval_ms;  /* 0: refresh once at start, then on demand */
+  char *refresh_cron;                 /* owned or NULL: Spice's refresh_cron as written; excludes
+                                         refresh_check_interval */
+  tm_cron cron;                       /* refresh_cron parsed; valid when refresh_cron is set */
   bool has_overlap;
   int64_t refresh_append_overlap_ms;  /* valid when has_overlap */
   char *refresh_sql;                  /* owned or NULL */
-  bool refresh_on_startup_always;     /* Spice's refresh_on_startup: always, tidemark's only
-                                         behaviour (C4: every start refreshes); auto is refused */
+  tm_refresh_on_startup refresh_on_startup; /* default always */
   int64_t refresh_data_window_ms;     /* 0: none; else only rows with time_column > now - this */
   bool refresh_jitter_enabled;        /* default false (Spice's) */
   int64_t refresh_jitter_max_ms;      /* 0: 10% of refresh_check_interval */

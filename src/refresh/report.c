@@ -94,6 +94,7 @@ void tm_accel__report_success(tm_accel *a, const tm_refresh_result *out, const c
   pthread_mutex_lock(&a->state_lock);
   a->has_result = true;
   a->last = *out;
+  if (out->committed) a->last_commit_ms = out->started_ms;
   a->ready = a->engine != NULL;
   a->last_error[0] = '\0';
   tm_accel__set_status_locked(a, a->ready ? TM_ACCEL_READY : TM_ACCEL_INITIALIZING);

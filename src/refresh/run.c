@@ -446,13 +446,17 @@ static int read_rows(run *r, const tm_refresh_plan *p, tm_engine_txn *txn) {
   return rc;
 }
 
+/* Whether a and b hold the same pairs, leaving out the refresh time (which always differs). */
 static bool same_state(const tm_kv *a, const tm_kv *b) {
-  if (a->len != b->len) return false;
+  size_t n_a = 0, n_b = 0;
+  for (size_t i = 0; i < b->len; i++) n_b += strcmp(b->items[i].key, TM_STATE_REFRESHED_AT) != 0;
   for (size_t i = 0; i < a->len; i++) {
+    if (strcmp(a->items[i].key, TM_STATE_REFRESHED_AT) == 0) continue;
+    n_a++;
     const char *v = tm_kv_get(b, a->items[i].key);
     if (!v || strcmp(v, a->items[i].value) != 0) return false;
   }
-  return true;
+  return n_a == n_b;
 }
 
 /* The state map committed with the rows (B2, B6, B8, B9, B10). */
@@ -470,6 +474,10 @@ static int plan_state(run *r, const tm_refresh_plan *p) {
   /* The last fallback reason (B6): kept until another fallback replaces it. */
   if (rc == TM_OK && p->fallback != TM_FALLBACK_NONE)
     rc = tm_kv_set(&r->state, TM_STATE_FALLBACK, tm_fallback_name(p->fallback), r->err);
+  /* When this refresh started: refresh_on_startup: auto schedules from it after a restart. */
+  char at[32];
+  snprintf(at, sizeof at, "%lld", (long long)r->res->started_ms);
+  if (rc == TM_OK) rc = tm_kv_set(&r->state, TM_STATE_REFRESHED_AT, at, r->err);
   return rc;
 }
 
@@ -487,6 +495,7 @@ static int commit(run *r, const tm_refresh_plan *p, tm_engine_txn **txn) {
     int rc = tm_engine_txn_commit(*txn, &r->state, &ci, r->err);
     *txn = NULL;
     TM_TRY(rc);
+    r->res->committed = true;
     publish_engine(r);
   }
   r->res->rows_written = ci.rows_written;

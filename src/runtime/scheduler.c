@@ -70,6 +70,62 @@ int64_t tm_rt__backoff_ms(int64_t base_ms, int64_t max_ms, int attempt) {
   return d < max_ms ? d : max_ms;
 }
 
+/*
+ * When the schedule of acc fires next (monotonic ms), for a refresh that
+ * started at `started` and a clock that reads now (both monotonic ms):
+ * refresh_check_interval counts from start to start (jittered); refresh_cron
+ * fires at its first instant after now in local time (jittered; firings
+ * missed while a refresh ran are not made up); neither: never. rt->mu held.
+ */
+static int64_t next_scheduled(tm_runtime *rt, const tm_acceleration_def *acc, int64_t started,
+                              int64_t now) {
+  int64_t jitter = tm_acceleration_max_jitter_ms(acc);
+  if (acc->refresh_check_interval_ms > 0) {
+    int64_t next = started + jittered(rt, acc->refresh_check_interval_ms, jitter);
+    return next > now ? next : now;
+  }
+  if (!acc->refresh_cron) return TM_RT_NEVER;
+  int64_t wall = tm_now_ms(), fire = 0;
+  if (tm_cron_next(&acc->cron, wall / 1000, &fire) != TM_OK) return TM_RT_NEVER;
+  int64_t next = now + jittered(rt, fire * 1000 - wall, jitter);
+  return next > now ? next : now;
+}
+
+/*
+ * The first scheduled refresh after a dataset loaded (monotonic ms; rt->mu
+ * held). refresh_on_startup: always (tidemark's default) refreshes now.
+ * auto (Spice's default) refreshes now only an acceleration that did not
+ * survive the restart (memory mode, a new or rebuilt one) or whose schedule
+ * fell due since its last committed refresh; otherwise at its next due time
+ * (never, without a schedule: only on demand).
+ */
+static int64_t first_refresh(tm_runtime *rt, const tm_rt_dataset *ds, int64_t now) {
+  const tm_acceleration_def *acc = &ds->def->acceleration;
+  int64_t jitter = tm_acceleration_max_jitter_ms(acc);
+  int64_t at_start = now + jittered(rt, 0, jitter);
+  if (acc->refresh_on_startup != TM_REFRESH_ON_STARTUP_AUTO) return at_start;
+  tm_accel_info info;
+  tm_accel_get_info(ds->accel, &info);
+  if (!info.ready || info.last_commit_ms <= 0) return at_start;
+  int64_t wall = tm_now_ms(), last = info.last_commit_ms < wall ? info.last_commit_ms : wall;
+  int64_t due = TM_RT_NEVER;
+  if (acc->refresh_check_interval_ms > 0) {
+    int64_t wait = last + acc->refresh_check_interval_ms - wall;
+    due = wait > 0 ? now + jittered(rt, wait, jitter) : at_start;
+  } else if (acc->refresh_cron) {
+    int64_t fire = 0;
+    if (tm_cron_next(&acc->cron, last / 1000, &fire) == TM_OK)
+      due = fire * 1000 <= wall ? at_start : next_scheduled(rt, acc, now, now);
+  }
+  char when[64] = "only on demand (no refresh_check_interval or refresh_cron)";
+  if (due != TM_RT_NEVER)
+    snprintf(when, sizeof when, "in %.1f s", (double)(due > now ? due - now : 0) / 1000.0);
+  tm_log(TM_LOG_INFO, ds->def->name,
+         "refresh_on_startup: auto: the last refresh was %.1f s ago; the next one %s",
+         (double)(wall - last) / 1000.0, when);
+  return due;
+}
+
 /* The next job of ds and when it is due; JOB_NONE when it has none. rt->mu held. */
 static job_kind next_job(const tm_rt_dataset *ds, int64_t *due) {
   *due = TM_RT_NEVER;
@@ -232,10 +288,8 @@ static void after_load(tm_runtime *rt, tm_rt_dataset *ds, int rc, const tm_error
   if (rc == TM_OK) {
     ds->loaded = true;
     ds->next_load_ms = TM_RT_NEVER;
-    /* Refresh once at start whether or not an interval is set (C4), jittered as in Spice. */
-    ds->next_refresh_ms =
-        ds->accelerated ? now + jittered(rt, 0, tm_acceleration_max_jitter_ms(&d->acceleration))
-                        : TM_RT_NEVER;
+    /* Refresh at start (C4; refresh_on_startup: auto may wait), jittered as in Spice. */
+    ds->next_refresh_ms = ds->accelerated ? first_refresh(rt, ds, now) : TM_RT_NEVER;
     if (ds->accelerated && d->acceleration.retention_check_enabled)
       ds->next_retention_ms = now + d->acceleration.retention_check_interval_ms;
     return;
@@ -258,13 +312,11 @@ static void after_load(tm_runtime *rt, tm_rt_dataset *ds, int rc, const tm_error
 static void after_refresh(tm_runtime *rt, tm_rt_dataset *ds, job_kind kind, int rc,
                           int64_t started, int64_t now) {
   const tm_acceleration_def *acc = &ds->def->acceleration;
-  int64_t interval = acc->refresh_check_interval_ms;
-  int64_t jitter = tm_acceleration_max_jitter_ms(acc);
   if (kind == JOB_TRIGGER) return; /* triggers do not move the schedule and are not retried */
+  int64_t scheduled = next_scheduled(rt, acc, started, now);
   if (rc == TM_OK || rc == TM_ECANCELLED) {
     ds->attempts = 0;
-    int64_t next = started + jittered(rt, interval, jitter);
-    ds->next_refresh_ms = interval > 0 ? (next > now ? next : now) : TM_RT_NEVER;
+    ds->next_refresh_ms = scheduled;
     return;
   }
   bool may_retry = acc->refresh_retry_enabled && rc != TM_EINVALID && rc != TM_EUNSUPPORTED &&
@@ -273,7 +325,9 @@ static void after_refresh(tm_runtime *rt, tm_rt_dataset *ds, job_kind kind, int 
   if (may_retry) {
     ds->attempts++;
     int64_t delay = tm_rt__backoff_ms(rt->opts.retry_base_ms, rt->opts.retry_max_ms, ds->attempts);
-    if (interval > 0 && delay > interval) delay = interval;
+    /* A retry never waits past the next scheduled refresh (but at least the base backoff). */
+    if (scheduled != TM_RT_NEVER && now + delay > scheduled)
+      delay = scheduled - now > rt->opts.retry_base_ms ? scheduled - now : rt->opts.retry_base_ms;
     ds->next_refresh_ms = now + delay;
     char left[32] = "unlimited";
     if (acc->refresh_retry_max_attempts >= 0)
@@ -284,9 +338,9 @@ static void after_refresh(tm_runtime *rt, tm_rt_dataset *ds, job_kind kind, int 
   }
   if (acc->refresh_retry_enabled && ds->attempts > 0)
     tm_log(TM_LOG_WARN, ds->def->name, "giving up after %d retries%s", ds->attempts,
-           interval > 0 ? "; the next scheduled refresh tries again" : "");
+           scheduled != TM_RT_NEVER ? "; the next scheduled refresh tries again" : "");
   ds->attempts = 0;
-  ds->next_refresh_ms = interval > 0 ? now + jittered(rt, interval, jitter) : TM_RT_NEVER;
+  ds->next_refresh_ms = scheduled;
 }
 
 static void *worker_main(void *arg) {

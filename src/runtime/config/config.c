@@ -40,7 +40,7 @@ static const char *const k_dataset_ignored[] = {
 static const char *const k_accel_ignored[] = {
     "on_zero_results",
     "indexes", "engine_secret", "snapshots_trigger", "snapshots_trigger_threshold",
-    "snapshots_creation_policy", "snapshots_compaction", "refresh_cron", NULL};
+    "snapshots_creation_policy", "snapshots_compaction", NULL};
 
 /* In tm_engine_kind order (engine/engine.h). */
 static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
@@ -135,20 +135,29 @@ static int read_refresh_mode(ctx *c, yaml_node_t *v, void *field, void *obj) {
   return TM_OK;
 }
 
-/* Spice's refresh_on_startup: tidemark refreshes every accelerated dataset at start. */
+/*
+ * Spice's refresh_on_startup. always (tidemark's default): every start
+ * refreshes an accelerated dataset. auto (Spice's default): an acceleration
+ * that survived the restart is refreshed at start only when its schedule
+ * says a refresh is due since its last one (docs/REFRESH.md "Scheduling").
+ */
 static int read_refresh_on_startup(ctx *c, yaml_node_t *v, void *field, void *obj) {
   (void)obj;
-  const char *s;
-  TM_TRY(tm_cfg__scalar(c, v, "auto or always", &s));
-  if (strcmp(s, "always") == 0) {
-    *(bool *)field = true;
-    return TM_OK;
-  }
-  if (strcmp(s, "auto") == 0)
-    return tm_cfg__fail(c, v, "refresh_on_startup: auto (keep the last refresh's schedule across "
-                        "restarts) is not supported: tidemark refreshes every accelerated dataset "
-                        "at each start, which is Spice's 'always'; write always or leave the key out");
-  return tm_cfg__fail(c, v, "bad value '%s' (allowed: always; Spice's auto is not supported)", s);
+  static const char *const values[] = {"always", "auto", NULL};
+  int e = 0;
+  TM_TRY(tm_cfg__get_enum(c, v, values, &e));
+  *(tm_refresh_on_startup *)field = (tm_refresh_on_startup)e;
+  return TM_OK;
+}
+
+/* Spice's refresh_cron: a schedule in croner's syntax (util/cron.h), run in local time. */
+static int read_refresh_cron(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  tm_acceleration_def *a = obj;
+  TM_TRY(tm_cfg__get_string(c, v, field));
+  tm_error perr;
+  tm_error_init(&perr);
+  if (tm_cron_parse(a->refresh_cron, &a->cron, &perr) != TM_OK) return tm_cfg__fail(c, v, "%s", perr.message);
+  return TM_OK;
 }
 
 /* A SQL string whose first word is the statement kind the key needs. */
@@ -268,8 +277,9 @@ static const tm_cfg_key k_accel[] = {
     KEY("refresh_append_overlap", TM_CFG_DURATION0, tm_acceleration_def, refresh_append_overlap_ms),
     READ_KEY("refresh_sql", tm_acceleration_def, refresh_sql, read_refresh_sql),
     KEY("refresh_data_window", TM_CFG_DURATION, tm_acceleration_def, refresh_data_window_ms),
-    READ_KEY("refresh_on_startup", tm_acceleration_def, refresh_on_startup_always,
+    READ_KEY("refresh_on_startup", tm_acceleration_def, refresh_on_startup,
              read_refresh_on_startup),
+    READ_KEY("refresh_cron", tm_acceleration_def, refresh_cron, read_refresh_cron),
     KEY("refresh_jitter_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_jitter_enabled),
     KEY("refresh_jitter_max", TM_CFG_DURATION, tm_acceleration_def, refresh_jitter_max_ms),
     KEY("refresh_retry_enabled", TM_CFG_BOOL, tm_acceleration_def, refresh_retry_enabled),
@@ -305,6 +315,22 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
     int wrc = tm_cfg__warn(c, jmax, "has no effect without refresh_jitter_enabled: true (as in Spice)");
     tm_cfg__path_pop(c, old);
     TM_TRY(wrc);
+  }
+  yaml_node_t *cron = tm_cfg__lookup(c, n, "refresh_cron");
+  if (cron && a->refresh_check_interval_ms) {
+    size_t old = tm_cfg__path_push_key(c, "refresh_cron");
+    int rc = tm_cfg__fail(c, cron, "refresh_cron and refresh_check_interval exclude each other "
+                                   "(one schedule per dataset, as in Spice)");
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
+  if (cron && a->refresh_jitter_enabled && !a->refresh_jitter_max_ms) {
+    size_t old = tm_cfg__path_push_key(c, "refresh_jitter_enabled");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "refresh_jitter_enabled"),
+                          "with refresh_cron, refresh_jitter_enabled needs refresh_jitter_max (its "
+                          "default is 10%% of refresh_check_interval, which a cron schedule has not)");
+    tm_cfg__path_pop(c, old);
+    return rc;
   }
   const tm_engine_traits *traits = tm_engine_kind_traits(a->engine);
   if (!tm_cfg__lookup(c, n, "mode")) a->mode = traits->default_mode;

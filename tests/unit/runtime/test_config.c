@@ -89,13 +89,16 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT_INT_EQ(a->snapshots, TM_SNAPSHOTS_ENABLED);
   /* Spice's refresh jitter: without refresh_jitter_max, 10% of refresh_check_interval. */
   TM_ASSERT(a->refresh_jitter_enabled);
-  TM_ASSERT(a->refresh_on_startup_always);
+  TM_ASSERT_INT_EQ(a->refresh_on_startup, TM_REFRESH_ON_STARTUP_ALWAYS);
   TM_ASSERT_INT_EQ(a->refresh_data_window_ms, 7LL * 86400 * 1000);
   TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(a), 1000);
   TM_ASSERT(tm_str_has_suffix(ev->data_path, "/tests/cases/config/good/.tidemark/data/events"));
   const tm_dataset_def *logs = tm_config_find(&cfg, "logs");
   TM_ASSERT_INT_EQ(logs->acceleration.engine, TM_ENGINE_SQLITE);
   TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(&logs->acceleration), 0); /* max without enabled */
+  TM_ASSERT_STR_EQ(logs->acceleration.refresh_cron, "0 */6 * * 1-5");
+  TM_ASSERT_INT_EQ(logs->acceleration.refresh_on_startup, TM_REFRESH_ON_STARTUP_AUTO);
+  TM_ASSERT(logs->acceleration.cron.hours == ((1u << 0) | (1u << 6) | (1u << 12) | (1u << 18)));
   TM_ASSERT(tm_str_has_suffix(logs->data_path, "/.tidemark/data/logs"));
   const tm_dataset_def *obj = tm_config_find(&cfg, "objects");
   TM_ASSERT(!obj->has_acceleration);
