@@ -170,7 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(&o, 0, sizeof o);
   o.routes = g_rt->routes;
   o.n_routes = g_rt->n_routes;
-  o.api_key = g_rt->api_key;
+  o.api_keys = (const char *const *)g_rt->api_keys;
+  o.n_api_keys = g_rt->n_api_keys;
   o.app = g_rt;
   o.requests = g_rt->m_http;
   tm_http_reply rep;

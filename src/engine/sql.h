@@ -87,6 +87,19 @@ int tm_sql_catalog_add_source(tm_sql_catalog *c, const tm_source_options *opts, 
  */
 int tm_sql_catalog_add_view(tm_sql_catalog *c, const char *name, const char *sql, tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * Records the comments of relation name (a dataset or view, listed now or
+ * later): description (may be NULL) for the relation, and col_descs[i] for
+ * column col_names[i] (n columns; a NULL description is skipped). They are
+ * set now if name is a view of the catalog, and again each time its view is
+ * made (datasets: each schema change), so that information_schema and
+ * duckdb_columns() show them. A column the relation does not have is logged
+ * (naming it) and skipped. A federated dataset has no view: its comments
+ * are kept and show nowhere. Strings are copied. Errors: TM_ENOMEM.
+ */
+int tm_sql_catalog_describe(tm_sql_catalog *c, const char *name, const char *description,
+                            const char *const *col_names, const char *const *col_descs, size_t n,
+                            tm_error *err) TM_WARN_UNUSED;
 /** Removes a dataset and releases what the catalog held for it. Errors: TM_ENOTFOUND. */
 int tm_sql_catalog_remove(tm_sql_catalog *c, const char *name, tm_error *err) TM_WARN_UNUSED;
 

@@ -24,10 +24,7 @@ static const char *env(const char *name) {
   return v && *v ? v : NULL;
 }
 
-static void wipe(tm_aws_creds *c) {
-  volatile char *p = (volatile char *)c;
-  for (size_t i = 0; i < sizeof *c; i++) p[i] = 0;
-}
+static void wipe(tm_aws_creds *c) { tm_wipe(c, sizeof *c); }
 
 /* Copies n bytes of v into a fixed field; TM_ETOOLARGE naming it when it does not fit. */
 static int put_field(char *dst, size_t cap, const char *v, size_t n, const char *what,

@@ -31,7 +31,20 @@ void tm_dataset_def_dispose(tm_dataset_def *d) {
   tm_free(a->primary_key);
   for (size_t i = 0; i < a->n_on_conflict; i++) tm_free(a->on_conflict[i].column);
   tm_free(a->on_conflict);
+  for (size_t i = 0; i < a->n_indexes; i++) {
+    for (size_t j = 0; j < a->indexes[i].n_columns; j++) tm_free(a->indexes[i].columns[j]);
+    tm_free(a->indexes[i].columns);
+  }
+  tm_free(a->indexes);
   tm_kv_dispose(&a->params);
+  tm_free(d->description);
+  for (size_t i = 0; i < d->n_columns; i++) {
+    tm_free(d->columns[i].name);
+    tm_free(d->columns[i].description);
+  }
+  tm_free(d->columns);
+  for (size_t i = 0; i < d->n_depends_on; i++) tm_free(d->depends_on[i]);
+  tm_free(d->depends_on);
   memset(d, 0, sizeof *d);
 }
 

@@ -54,6 +54,19 @@ typedef struct tm_conflict_def {
   tm_on_conflict rule;   /* drop (default) or upsert */
 } tm_conflict_def;
 
+/** One of Spice's acceleration indexes: `col: enabled` or `"(a, b)": unique`. */
+typedef struct tm_index_def {
+  char **columns;         /* owned array of n_columns owned names */
+  size_t n_columns;
+  bool unique;            /* unique: a refresh storing a duplicate fails (and commits nothing) */
+} tm_index_def;
+
+/** A column described by Spice's `columns: [{name, description}]`. */
+typedef struct tm_column_doc {
+  char *name;             /* owned */
+  char *description;      /* owned or NULL */
+} tm_column_doc;
+
 typedef struct tm_acceleration_def {
   bool enabled;                       /* default true when the block exists */
   tm_engine_kind engine;              /* default cayenne */
@@ -81,6 +94,8 @@ typedef struct tm_acceleration_def {
   int64_t retention_check_interval_ms;/* default 1h */
   char *retention_sql;                /* owned or NULL */
   tm_snapshots_mode snapshots;
+  tm_index_def *indexes;              /* owned array (Spice's indexes) */
+  size_t n_indexes;
   tm_kv params;                       /* engine params, ${env:} expanded */
 } tm_acceleration_def;
 
@@ -97,6 +112,12 @@ typedef struct tm_dataset_def {
   tm_acceleration_def acceleration;
   char *data_path;              /* owned: where a file-mode acceleration lives */
   int line;                     /* where the entry starts in the config, for messages */
+  char *description;            /* owned or NULL: the SQL table's comment */
+  tm_column_doc *columns;       /* owned array: column comments (Spice's columns) */
+  size_t n_columns;
+  char **depends_on;            /* owned array of n_depends_on dataset names (Spice's
+                                   dependsOn): this dataset loads after them */
+  size_t n_depends_on;
 } tm_dataset_def;
 
 void tm_dataset_def_init(tm_dataset_def *d);

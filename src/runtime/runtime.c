@@ -109,11 +109,22 @@ void tm_rt__sync_views(tm_runtime *rt) {
     const tm_rt_dataset *d = &rt->ds[i];
     settled = settled && (d->load_failed || (d->loaded && (!d->accelerated || d->catalog_engine)));
   }
+  /* A view waits for the datasets its dependsOn names to settle (as a dataset would). */
+  bool *waits = tm_calloc(cfg->n_views, sizeof *waits);
+  for (size_t i = 0; waits && i < cfg->n_views; i++)
+    for (size_t j = 0; j < cfg->views[i].n_depends_on; j++)
+      for (size_t k = 0; k < rt->n_ds; k++)
+        if (strcasecmp(rt->ds[k].def->name, cfg->views[i].depends_on[j]) == 0 && !rt->ds[k].settled)
+          waits[i] = true;
   pthread_mutex_unlock(&rt->mu);
+  if (!waits) {
+    tm_log(TM_LOG_WARN, NULL, "out of memory: the views are created later");
+    return;
+  }
   pthread_mutex_lock(&rt->view_mu);
   for (size_t i = 0; i < cfg->n_views; i++) {
     const tm_view_def *v = &cfg->views[i];
-    if (rt->view_state[i] == 1) continue;
+    if (rt->view_state[i] == 1 || waits[i]) continue;
     tm_error err;
     tm_error_init(&err);
     if (tm_sql_catalog_add_view(rt->catalog, v->name, v->sql, &err) == TM_OK) {
@@ -125,6 +136,7 @@ void tm_rt__sync_views(tm_runtime *rt) {
     }
   }
   pthread_mutex_unlock(&rt->view_mu);
+  tm_free(waits);
 }
 
 void tm_rt__note_damage(tm_runtime *rt, const char *why) {
@@ -282,6 +294,30 @@ static bool server_lock_held(const tm_config *cfg) {
   return held;
 }
 
+int tm_runtime_catalog_describe(tm_sql_catalog *cat, const tm_config *cfg, tm_error *err) {
+  for (size_t i = 0; i < cfg->n_datasets; i++) {
+    const tm_dataset_def *d = &cfg->datasets[i];
+    if (!d->description && !d->n_columns) continue;
+    const char **names = tm_calloc(d->n_columns ? d->n_columns : 1, sizeof *names);
+    const char **descs = tm_calloc(d->n_columns ? d->n_columns : 1, sizeof *descs);
+    int rc = names && descs ? TM_OK : tm_error_nomem(err);
+    for (size_t j = 0; rc == TM_OK && j < d->n_columns; j++) {
+      names[j] = d->columns[j].name;
+      descs[j] = d->columns[j].description;
+    }
+    if (rc == TM_OK)
+      rc = tm_sql_catalog_describe(cat, d->name, d->description, names, descs, d->n_columns, err);
+    tm_free(names);
+    tm_free(descs);
+    TM_TRY(rc);
+  }
+  for (size_t i = 0; i < cfg->n_views; i++)
+    if (cfg->views[i].description)
+      TM_TRY(tm_sql_catalog_describe(cat, cfg->views[i].name, cfg->views[i].description, NULL,
+                                     NULL, 0, err));
+  return TM_OK;
+}
+
 int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_options *opts,
                    tm_error *err) {
   tm_runtime *rt = tm_calloc(1, sizeof *rt);
@@ -300,10 +336,17 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   rt->http_addr = dup_or_null(rt->opts.http_addr ? rt->opts.http_addr : TM_RUNTIME_DEFAULT_HTTP, &oom);
   rt->metrics_addr =
       dup_or_null(rt->opts.metrics_addr ? rt->opts.metrics_addr : TM_RUNTIME_DEFAULT_METRICS, &oom);
-  rt->api_key = rt->opts.api_key && *rt->opts.api_key ? dup_or_null(rt->opts.api_key, &oom) : NULL;
+  /* The API keys (D4): --api-key / TIDEMARK_API_KEY, and the config's runtime.auth keys. */
+  bool flag_key = rt->opts.api_key && *rt->opts.api_key;
+  size_t n_keys = (flag_key ? 1 : 0) + cfg->n_api_keys;
+  if (n_keys && !(rt->api_keys = tm_calloc(n_keys, sizeof *rt->api_keys))) oom = true;
+  for (size_t i = 0; !oom && i < n_keys; i++) {
+    const char *k = flag_key ? (i == 0 ? rt->opts.api_key : cfg->api_keys[i - 1]) : cfg->api_keys[i];
+    if ((rt->api_keys[i] = dup_or_null(k, &oom))) rt->n_api_keys = i + 1;
+  }
   rt->opts.http_addr = rt->http_addr;
   rt->opts.metrics_addr = rt->metrics_addr;
-  rt->opts.api_key = rt->api_key;
+  rt->opts.api_key = NULL; /* the caller's string: rt->api_keys holds a copy */
   if (oom) rc = tm_error_nomem(err);
   if (rt->opts.query_timeout_ms <= 0) rt->opts.query_timeout_ms = 30000;
   if (rt->opts.max_sql_bytes == 0) rt->opts.max_sql_bytes = (size_t)1 << 20;
@@ -334,6 +377,7 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
     tm_log(TM_LOG_INFO, NULL, "DuckDB %s: %d threads, memory limit %lld MB", tm_db_version(),
            tm_db_threads(rt->db), (long long)((tm_db_memory_limit(rt->db) + 500000) / 1000000));
   if (rc == TM_OK) rc = tm_sql_catalog_new(&rt->catalog, rt->db, err);
+  if (rc == TM_OK) rc = tm_runtime_catalog_describe(rt->catalog, cfg, err);
   if (rc == TM_OK) {
     rt->n_ds = cfg->n_datasets;
     rt->ds = tm_calloc(rt->n_ds ? rt->n_ds : 1, sizeof *rt->ds);
@@ -445,7 +489,8 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
   memset(&o, 0, sizeof o);
   o.name = "HTTP API";
   o.addr = rt->http_addr;
-  o.api_key = rt->api_key;
+  o.api_keys = (const char *const *)rt->api_keys;
+  o.n_api_keys = rt->n_api_keys;
   o.routes = rt->routes;
   o.n_routes = rt->n_routes;
   o.app = rt;
@@ -554,7 +599,11 @@ void tm_runtime_free(tm_runtime *rt) {
   tm_metrics_free(rt->metrics);
   tm_free(rt->http_addr);
   tm_free(rt->metrics_addr);
-  tm_free(rt->api_key);
+  for (size_t i = 0; i < rt->n_api_keys; i++) {
+    tm_wipe(rt->api_keys[i], strlen(rt->api_keys[i]));
+    tm_free(rt->api_keys[i]);
+  }
+  tm_free(rt->api_keys);
   if (rt->lock_fd >= 0) close(rt->lock_fd); /* last: the files are free from here */
   pthread_cond_destroy(&rt->cv);
   pthread_mutex_destroy(&rt->mu);

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "engine/db.h"
+#include "engine/sql.h"
 #include "runtime/config/config.h"
 #include "util/error.h"
 
@@ -106,6 +107,13 @@ int tm_runtime_port(tm_runtime *rt, const char *which);
  * and the folders of every file-mode acceleration (db.h). *out: tm_db_release.
  */
 int tm_runtime_db_open(const tm_config *cfg, tm_db **out, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Records on cat the SQL comments the config gives: each dataset's and
+ * view's description and its columns' descriptions (Spice's description
+ * and columns keys; tm_sql_catalog_describe). Errors: TM_ENOMEM.
+ */
+int tm_runtime_catalog_describe(tm_sql_catalog *cat, const tm_config *cfg, tm_error *err)
+    TM_WARN_UNUSED;
 
 /*
  * One process owns an acceleration's files (DuckDB locks them). A started

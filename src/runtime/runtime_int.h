@@ -33,6 +33,9 @@ typedef struct tm_rt_dataset {
   tm_accel *accel;              /* owned; NULL until loaded (or when the load failed) */
   bool loaded;                  /* the load job finished successfully */
   bool load_failed;             /* reported and skipped (the others run) */
+  bool settled;                 /* datasets that dependsOn it may load: its load failed, or it
+                                   loaded and (accelerated) its first refresh ended or waits
+                                   (refresh_on_startup: auto) */
   char load_error[TM_ERROR_MESSAGE_MAX];
   bool running;                 /* a worker holds this dataset (one job at a time, C4) */
   int64_t next_load_ms;         /* monotonic ms; TM_RT_NEVER once loaded or failed */
@@ -55,7 +58,9 @@ typedef struct tm_rt_dataset {
 struct tm_runtime {
   const tm_config *cfg;         /* borrowed */
   tm_runtime_options opts;      /* strings below are owned copies */
-  char *http_addr, *metrics_addr, *api_key;
+  char *http_addr, *metrics_addr;
+  char **api_keys;              /* owned: --api-key's and runtime.auth's keys (D4) */
+  size_t n_api_keys;
   tm_metrics *metrics;          /* owned registry: accel families + the ones below */
   tm_metric *m_http, *m_query_exec, *m_query_fail, *m_query_dur, *m_query_busy;
   tm_rt_dataset *ds;            /* owned array, one per config dataset, same order */

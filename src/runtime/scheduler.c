@@ -126,11 +126,21 @@ static int64_t first_refresh(tm_runtime *rt, const tm_rt_dataset *ds, int64_t no
   return due;
 }
 
+/* Whether every dataset ds dependsOn (Spice's) has settled, so ds may load. rt->mu held. */
+static bool deps_settled(const tm_runtime *rt, const tm_rt_dataset *ds) {
+  for (size_t j = 0; j < ds->def->n_depends_on; j++)
+    for (size_t k = 0; k < rt->n_ds; k++)
+      if (strcmp(rt->ds[k].def->name, ds->def->depends_on[j]) == 0 && !rt->ds[k].settled)
+        return false;
+  return true;
+}
+
 /* The next job of ds and when it is due; JOB_NONE when it has none. rt->mu held. */
-static job_kind next_job(const tm_rt_dataset *ds, int64_t *due) {
+static job_kind next_job(const tm_runtime *rt, const tm_rt_dataset *ds, int64_t *due) {
   *due = TM_RT_NEVER;
   if (ds->load_failed) return JOB_NONE;
   if (!ds->loaded) {
+    if (!deps_settled(rt, ds)) return JOB_NONE; /* a job that settles one wakes the workers */
     *due = ds->next_load_ms;
     return JOB_LOAD;
   }
@@ -290,6 +300,8 @@ static void after_load(tm_runtime *rt, tm_rt_dataset *ds, int rc, const tm_error
     ds->next_load_ms = TM_RT_NEVER;
     /* Refresh at start (C4; refresh_on_startup: auto may wait), jittered as in Spice. */
     ds->next_refresh_ms = ds->accelerated ? first_refresh(rt, ds, now) : TM_RT_NEVER;
+    /* Settled unless a first refresh is due now (auto may let it wait, serving what it has). */
+    ds->settled = !ds->accelerated || ds->next_refresh_ms > now + tm_acceleration_max_jitter_ms(&d->acceleration);
     if (ds->accelerated && d->acceleration.retention_check_enabled)
       ds->next_retention_ms = now + d->acceleration.retention_check_interval_ms;
     return;
@@ -304,6 +316,7 @@ static void after_load(tm_runtime *rt, tm_rt_dataset *ds, int rc, const tm_error
     return;
   }
   ds->load_failed = true;
+  ds->settled = true;
   ds->next_load_ms = TM_RT_NEVER;
   snprintf(ds->load_error, sizeof ds->load_error, "%s", err->message);
   tm_log(TM_LOG_ERROR, d->name, "dataset not loaded, skipped (the others run): %s", err->message);
@@ -355,7 +368,7 @@ static void *worker_main(void *arg) {
       tm_rt_dataset *ds = &rt->ds[i];
       if (ds->running) continue;
       int64_t due;
-      job_kind k = next_job(ds, &due);
+      job_kind k = next_job(rt, ds, &due);
       if (k == JOB_NONE) continue;
       if (due <= now) {
         if (!pick || due < pick_due) {
@@ -418,6 +431,13 @@ static void *worker_main(void *arg) {
       pick->next_retention_ms = end + pick->def->acceleration.retention_check_interval_ms;
     } else {
       after_refresh(rt, pick, pick_kind, rc, started, end);
+      /* Its first refresh ended, well or not: datasets and views that dependsOn it may go. */
+      if (!pick->settled) {
+        pick->settled = true;
+        pthread_mutex_unlock(&rt->mu);
+        tm_rt__sync_views(rt);
+        pthread_mutex_lock(&rt->mu);
+      }
     }
     pick->running = false;
     pthread_cond_broadcast(&rt->cv);
@@ -429,7 +449,9 @@ static void *worker_main(void *arg) {
 int tm_rt__sched_start(tm_runtime *rt, tm_error *err) {
   int accelerated = 0;
   for (size_t i = 0; i < rt->n_ds; i++) accelerated += rt->ds[i].accelerated;
+  /* --refresh-workers, else Spice's runtime.dataset_load_parallelism, else up to 4. */
   int n = rt->opts.refresh_workers;
+  if (n <= 0) n = rt->cfg->load_parallelism;
   if (n <= 0) n = accelerated < 4 ? accelerated : 4;
   if (n < 1) n = 1; /* federated datasets still load */
   rt->workers = tm_calloc((size_t)n, sizeof *rt->workers);
@@ -443,6 +465,14 @@ int tm_rt__sched_start(tm_runtime *rt, tm_error *err) {
     rt->n_workers = i + 1;
   }
   tm_log(TM_LOG_INFO, NULL, "%zu datasets, %d refresh workers", rt->n_ds, n);
+  for (size_t i = 0; i < rt->n_ds; i++) {
+    const tm_dataset_def *d = rt->ds[i].def;
+    char names[512] = "";
+    for (size_t j = 0; j < d->n_depends_on; j++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "",
+               d->depends_on[j]);
+    if (d->n_depends_on) tm_log(TM_LOG_INFO, d->name, "loads after %s (dependsOn)", names);
+  }
   return TM_OK;
 }
 

@@ -115,3 +115,8 @@ char *tm_asprintf(const char *fmt, ...) {
   va_end(ap);
   return p;
 }
+
+void tm_wipe(void *p, size_t n) {
+  volatile unsigned char *q = p;
+  for (size_t i = 0; i < n; i++) q[i] = 0;
+}

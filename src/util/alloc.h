@@ -29,6 +29,8 @@ void *tm_reallocarray(void *p, size_t n, size_t size) TM_WARN_UNUSED;
 /** 64-byte aligned block (Arrow buffers). Release with tm_free. */
 void *tm_aligned_alloc(size_t n) TM_WARN_UNUSED;
 void tm_free(void *p);
+/** Overwrites n bytes at p with zeros in a way the compiler keeps (secrets before a free). */
+void tm_wipe(void *p, size_t n);
 
 /** Copies of strings; release with tm_free. */
 char *tm_strdup(const char *s) TM_WARN_UNUSED;

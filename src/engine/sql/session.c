@@ -39,11 +39,21 @@ typedef struct cat_item {
   bool view;              /* a view of the config (`views:`) over datasets */
 } cat_item;
 
+/* The comments of one relation (tm_sql_catalog_describe), set whenever its view is made. */
+typedef struct cat_comments {
+  char *name;             /* owned: the relation */
+  char *description;      /* owned or NULL */
+  char **cols, **descs;   /* owned arrays of n owned strings */
+  size_t n;
+} cat_comments;
+
 struct tm_sql_catalog {
   tm_db *db;              /* a reference */
-  pthread_mutex_t mu;     /* guards items */
+  pthread_mutex_t mu;     /* guards items and comments */
   cat_item *items;        /* owned */
   size_t n, cap;
+  cat_comments *comments; /* owned */
+  size_t n_comments;
   fed_names *fed;         /* owned by DuckDB */
 };
 
@@ -167,11 +177,87 @@ static int new_item(tm_sql_catalog *c, const char *name, cat_item **out, tm_erro
   return TM_OK;
 }
 
+static void comments_dispose(cat_comments *k) {
+  tm_free(k->name);
+  tm_free(k->description);
+  for (size_t i = 0; i < k->n; i++) {
+    tm_free(k->cols[i]);
+    tm_free(k->descs[i]);
+  }
+  tm_free(k->cols);
+  tm_free(k->descs);
+  memset(k, 0, sizeof *k);
+}
+
+/*
+ * Sets the recorded comments of the view `name` (just made); under c->mu. A
+ * failure is logged, never returned: a comment is documentation, the view stands.
+ */
+static void apply_comments(tm_sql_catalog *c, const char *name) {
+  const cat_comments *k = NULL;
+  for (size_t i = 0; i < c->n_comments && !k; i++)
+    if (!strcasecmp(c->comments[i].name, name)) k = &c->comments[i];
+  if (!k) return;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  tm_error err;
+  tm_error_init(&err);
+  for (size_t i = 0; i <= k->n; i++) {
+    const char *text = i == 0 ? k->description : k->descs[i - 1];
+    if (!text) continue;
+    tm_buf_clear(&sql);
+    int rc = tm_buf_puts(&sql, i == 0 ? "COMMENT ON VIEW main." : "COMMENT ON COLUMN main.", &err);
+    if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, name, &err);
+    if (rc == TM_OK && i > 0) rc = tm_buf_puts(&sql, ".", &err);
+    if (rc == TM_OK && i > 0) rc = tm_engine__quote_ident(&sql, k->cols[i - 1], &err);
+    if (rc == TM_OK) rc = tm_buf_puts(&sql, " IS ", &err);
+    if (rc == TM_OK) rc = tm_engine__quote_string(&sql, text, strlen(text), &err);
+    if (rc == TM_OK) rc = tm_db__admin_exec(c->db, tm_buf_cstr(&sql), &err);
+    if (rc != TM_OK && i > 0)
+      tm_log(TM_LOG_ERROR, name, "columns: the description of column '%s' is not set: %s",
+             k->cols[i - 1], err.message);
+    else if (rc != TM_OK)
+      tm_log(TM_LOG_ERROR, name, "the description is not set: %s", err.message);
+  }
+  tm_buf_dispose(&sql);
+}
+
+int tm_sql_catalog_describe(tm_sql_catalog *c, const char *name, const char *description,
+                            const char *const *col_names, const char *const *col_descs, size_t n,
+                            tm_error *err) {
+  cat_comments k;
+  memset(&k, 0, sizeof k);
+  bool oom = !(k.name = tm_strdup(name)) || (description && !(k.description = tm_strdup(description)));
+  if (!oom && n) {
+    k.cols = tm_calloc(n, sizeof *k.cols);
+    k.descs = tm_calloc(n, sizeof *k.descs);
+    oom = !k.cols || !k.descs;
+  }
+  for (size_t i = 0; !oom && i < n; i++) {
+    k.n = i + 1;
+    oom = !(k.cols[i] = tm_strdup(col_names[i])) ||
+          (col_descs[i] && !(k.descs[i] = tm_strdup(col_descs[i])));
+  }
+  pthread_mutex_lock(&c->mu);
+  cat_comments *grown = oom ? NULL : tm_reallocarray(c->comments, c->n_comments + 1, sizeof *grown);
+  if (grown) {
+    c->comments = grown;
+    c->comments[c->n_comments++] = k;
+    cat_item *it = find_item(c, name);
+    if (it && (it->engine || it->view)) apply_comments(c, it->name);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (grown) return TM_OK;
+  comments_dispose(&k);
+  return tm_error_nomem(err);
+}
+
 void tm_sql_catalog_free(tm_sql_catalog *c) {
   if (!c) return;
   pthread_mutex_lock(&c->mu);
   for (size_t i = 0; i < c->n; i++) item_clear(c, &c->items[i]);
   pthread_mutex_unlock(&c->mu);
+  for (size_t i = 0; i < c->n_comments; i++) comments_dispose(&c->comments[i]);
+  tm_free(c->comments);
   tm_free(c->items);
   pthread_mutex_destroy(&c->mu);
   tm_db_release(c->db);
@@ -192,6 +278,7 @@ int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
   if (rc == TM_OK && it && it->provider)
     rc = tm_error_set(err, TM_ECONFLICT, "dataset %s is listed as federated", name);
   if (rc == TM_OK) rc = tm_db__admin_exec(c->db, tm_buf_cstr(&sql), err);
+  if (rc == TM_OK) apply_comments(c, name);
   if (rc == TM_OK && !it) rc = new_item(c, name, &it, err);
   if (rc == TM_OK) {
     tm_engine_release(it->engine);
@@ -344,6 +431,7 @@ int tm_sql_catalog_add_view(tm_sql_catalog *c, const char *name, const char *sql
   if (rc == TM_OK && it && !it->view)
     rc = tm_error_set(err, TM_ECONFLICT, "view %s: a dataset has that name", name);
   if (rc == TM_OK) rc = tm_db__admin_exec(c->db, tm_buf_cstr(&text), err);
+  if (rc == TM_OK) apply_comments(c, name);
   if (rc == TM_OK && !it) rc = new_item(c, name, &it, err);
   if (rc == TM_OK) it->view = true;
   pthread_mutex_unlock(&c->mu);

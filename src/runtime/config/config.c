@@ -28,19 +28,61 @@
 
 /* ---- sections ------------------------------------------------------------ */
 
-static const char *const k_top_ignored[] = {
-    "metadata", "models", "embeddings", "catalogs", "tools",
-    "workers", "dependencies", "extensions", "evals", "params", "management", NULL};
+/*
+ * Spice's keys that tidemark honours in one form only (docs/SPICE.md): the
+ * form that is tidemark's behaviour loads, any other is refused with the
+ * reason. Spice's AI components (models, embeddings, tools, ...) load only
+ * empty: tidemark is a data runtime.
+ */
+#define AI "tidemark is a data runtime: it has no models, embeddings, tools or evals"
+static const tm_cfg_spice_key k_top_spice[] = {
+    {"models", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"embeddings", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"tools", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"evals", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"workers", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"catalogs", TM_CFG_FORM_EMPTY, NULL,
+     "tidemark mounts no catalogs: list each table as a dataset (from: glue:DB.TABLE, "
+     "iceberg:http(s)://HOST/v1/namespaces/NS/tables/T)"},
+    {"extensions", TM_CFG_FORM_EMPTY, NULL, "tidemark loads no extensions"},
+    {"dependencies", TM_CFG_FORM_EMPTY, NULL,
+     "tidemark fetches no other spicepods: copy their datasets into this file"},
+    {"management", TM_CFG_FORM_DISABLED, NULL, "tidemark connects to no management platform"},
+    {"params", TM_CFG_FORM_EMPTY, NULL, "tidemark has no spicepod-wide params"},
+    {NULL, 0, NULL, NULL}};
 
-static const char *const k_dataset_ignored[] = {
-    "description", "metadata", "columns", "depends_on", "dependsOn", "invalid_type_action",
-    "unsupported_type_action", "replication", "embeddings",
-    "has_metadata_table", "vectors", "mode", NULL};
+static const tm_cfg_spice_key k_dataset_spice[] = {
+    {"metadata", TM_CFG_FORM_EMPTY, NULL,
+     "tidemark adds no metadata columns (such as _location) and keeps no metadata for models"},
+    {"invalid_type_action", TM_CFG_FORM_VALUE, "error",
+     "a value tidemark cannot read fails the refresh, naming the file (SPEC D2)"},
+    {"unsupported_type_action", TM_CFG_FORM_VALUE, "error",
+     "a column of a type tidemark cannot store fails the refresh, naming the column"},
+    {"replication", TM_CFG_FORM_DISABLED, NULL, "tidemark replicates no dataset"},
+    {"embeddings", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"vectors", TM_CFG_FORM_DISABLED, NULL, "tidemark keeps no vector index"},
+    {"has_metadata_table", TM_CFG_FORM_VALUE, "false", "tidemark lists no metadata tables"},
+    {"mode", TM_CFG_FORM_VALUE, "read",
+     "tidemark's SQL is read-only (SPEC D4)"},
+    {NULL, 0, NULL, NULL}};
 
-static const char *const k_accel_ignored[] = {
-    "on_zero_results",
-    "indexes", "engine_secret", "snapshots_trigger", "snapshots_trigger_threshold",
-    "snapshots_creation_policy", "snapshots_compaction", NULL};
+static const tm_cfg_spice_key k_accel_spice[] = {
+    {"on_zero_results", TM_CFG_FORM_VALUE, "return_empty",
+     "a query of an accelerated dataset answers from the acceleration only, never from the source"},
+    {"engine_secret", TM_CFG_FORM_NONE, NULL,
+     "it is the password of engine postgres, which tidemark does not have"},
+    {"snapshots_trigger", TM_CFG_FORM_VALUE, "refresh_complete",
+     "tidemark writes an acceleration snapshot after each refresh or retention run that changed "
+     "the rows"},
+    {"snapshots_trigger_threshold", TM_CFG_FORM_NONE, NULL,
+     "it belongs to the time_interval and stream_batches snapshot triggers, which tidemark does "
+     "not have"},
+    {"snapshots_creation_policy", TM_CFG_FORM_NONE, NULL,
+     "tidemark writes an acceleration snapshot after each refresh or retention run that changed "
+     "the rows"},
+    {"snapshots_compaction", TM_CFG_FORM_NONE, NULL,
+     "tidemark does not compact acceleration snapshots (each is a whole database)"},
+    {NULL, 0, NULL, NULL}};
 
 /* In tm_engine_kind order (engine/engine.h). */
 static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
@@ -212,6 +254,121 @@ static int read_dataset_name(ctx *c, yaml_node_t *v, void *field, void *obj) {
   return TM_OK;
 }
 
+/* Spice's keys of a `columns` entry, beside name and description. */
+static const tm_cfg_spice_key k_column_spice[] = {
+    {"embeddings", TM_CFG_FORM_EMPTY, NULL, AI},
+    {"full_text_search", TM_CFG_FORM_DISABLED, NULL, "tidemark keeps no full-text search index"},
+    {"vectors", TM_CFG_FORM_DISABLED, NULL, "tidemark keeps no vector index"},
+    {"metadata", TM_CFG_FORM_EMPTY, NULL, "tidemark keeps no column metadata for models"},
+    {NULL, 0, NULL, NULL}};
+
+/*
+ * Spice's columns: [{name, description, ...}]: each description becomes the
+ * comment of its column in SQL (information_schema.columns, duckdb_columns).
+ */
+static int read_columns(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)field;
+  tm_dataset_def *d = obj;
+  if (tm_cfg__is_null_scalar(v)) return TM_OK;
+  if (v->type != YAML_SEQUENCE_NODE)
+    return tm_cfg__fail(c, v, "wrong type: expected a list of columns {name, description}, got %s",
+                        tm_cfg__kind_name(v));
+  size_t count = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  d->columns = tm_calloc(count ? count : 1, sizeof *d->columns);
+  if (!d->columns) return tm_error_nomem(c->err);
+  for (size_t i = 0; i < count; i++) {
+    yaml_node_t *cn = tm_cfg__node_at(c, v->data.sequence.items.start[i]);
+    size_t old = tm_cfg__path_push_index(c, i);
+    tm_column_doc *col = &d->columns[d->n_columns++];
+    int rc = cn->type == YAML_MAPPING_NODE
+                 ? TM_OK
+                 : tm_cfg__fail(c, cn, "wrong type: expected a column {name, description}, got %s",
+                                tm_cfg__kind_name(cn));
+    for (yaml_node_pair_t *p = rc == TM_OK ? cn->data.mapping.pairs.start : NULL;
+         rc == TM_OK && p < cn->data.mapping.pairs.top; p++) {
+      yaml_node_t *k = tm_cfg__node_at(c, p->key), *val = tm_cfg__node_at(c, p->value);
+      const char *key;
+      rc = tm_cfg__scalar(c, k, "a key", &key);
+      if (rc != TM_OK) break;
+      size_t old2 = tm_cfg__path_push_key(c, key);
+      const tm_cfg_spice_key *sk = tm_cfg__spice_key(k_column_spice, key);
+      if ((!strcmp(key, "name") && col->name) || (!strcmp(key, "description") && col->description))
+        rc = tm_cfg__fail(c, k, "duplicate key '%s'", key);
+      else if (strcmp(key, "name") == 0) rc = tm_cfg__get_string(c, val, &col->name);
+      else if (strcmp(key, "description") == 0) rc = tm_cfg__get_string(c, val, &col->description);
+      else if (sk) rc = tm_cfg__check_spice(c, sk, val);
+      else
+        rc = tm_cfg__fail(c, k, "unknown key '%s' (allowed: name, description, embeddings, "
+                                "full_text_search, vectors, metadata)", key);
+      tm_cfg__path_pop(c, old2);
+    }
+    if (rc == TM_OK && !col->name) rc = tm_cfg__fail(c, cn, "missing 'name'");
+    for (size_t j = 0; rc == TM_OK && j + 1 < d->n_columns; j++)
+      if (strcasecmp(d->columns[j].name, col->name) == 0)
+        rc = tm_cfg__fail(c, cn, "column '%s' is described twice", col->name);
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+/* Spice's dependsOn (or depends_on): dataset names, checked once every dataset is read. */
+static int read_depends_on(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)field;
+  tm_dataset_def *d = obj;
+  if (d->depends_on)
+    return tm_cfg__fail(c, v, "dependsOn is given twice (dependsOn and depends_on)");
+  if (tm_cfg__is_null_scalar(v)) return TM_OK;
+  if (v->type != YAML_SEQUENCE_NODE)
+    return tm_cfg__fail(c, v, "wrong type: expected a list of dataset names, got %s",
+                        tm_cfg__kind_name(v));
+  size_t count = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  d->depends_on = tm_calloc(count ? count : 1, sizeof *d->depends_on);
+  if (!d->depends_on) return tm_error_nomem(c->err);
+  for (size_t i = 0; i < count; i++) {
+    size_t old = tm_cfg__path_push_index(c, i);
+    int rc = tm_cfg__get_string(c, tm_cfg__node_at(c, v->data.sequence.items.start[i]),
+                                &d->depends_on[i]);
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
+    d->n_depends_on++;
+  }
+  return TM_OK;
+}
+
+/*
+ * Spice's indexes: {column or "(a, b)": enabled | unique}: an index of the
+ * acceleration's table (a unique one refuses duplicates: a refresh that
+ * would store one fails and commits nothing). docs/ENGINES.md "Indexes".
+ */
+static int read_indexes(ctx *c, yaml_node_t *v, void *field, void *obj) {
+  (void)field;
+  static const char *const kinds[] = {"enabled", "unique", NULL};
+  tm_acceleration_def *a = obj;
+  if (tm_cfg__is_null_scalar(v)) return TM_OK;
+  if (v->type != YAML_MAPPING_NODE)
+    return tm_cfg__fail(c, v, "wrong type: expected a mapping of column: enabled|unique, got %s",
+                        tm_cfg__kind_name(v));
+  size_t count = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+  a->indexes = tm_calloc(count ? count : 1, sizeof *a->indexes);
+  if (!a->indexes) return tm_error_nomem(c->err);
+  for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = tm_cfg__node_at(c, p->key), *val = tm_cfg__node_at(c, p->value);
+    tm_index_def *ix = &a->indexes[a->n_indexes++];
+    int e = 0;
+    int rc = tm_cfg__parse_column_list(c, k, &ix->columns, &ix->n_columns);
+    if (rc == TM_OK && ix->n_columns == 0) rc = tm_cfg__fail(c, k, "an index needs a column");
+    if (rc == TM_OK) rc = tm_cfg__get_enum(c, val, kinds, &e);
+    ix->unique = e == 1;
+    for (size_t i = 0; rc == TM_OK && i < ix->n_columns; i++)
+      for (size_t j = 0; rc == TM_OK && j < i; j++)
+        if (strcasecmp(ix->columns[i], ix->columns[j]) == 0)
+          rc = tm_cfg__fail(c, k, "column '%s' is twice in the index", ix->columns[i]);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
 static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d);
 static int read_acceleration(ctx *c, yaml_node_t *v, void *field, void *obj) {
   (void)field;
@@ -253,7 +410,7 @@ static int read_bootstrap_failure(ctx *c, yaml_node_t *v, void *field, void *obj
 static const tm_cfg_key k_top[] = {
     LATER_KEY("version"), LATER_KEY("kind"), LATER_KEY("name"), LATER_KEY("datasets"),
     LATER_KEY("snapshots"), LATER_KEY("runtime"), LATER_KEY("secrets"),
-    LATER_KEY("views"), {NULL, 0, 0, NULL, NULL}};
+    LATER_KEY("views"), LATER_KEY("metadata"), {NULL, 0, 0, NULL, NULL}};
 
 static const tm_cfg_key k_dataset[] = {
     LATER_KEY("version"), LATER_KEY("kind"), /* only in a dataset file (ref:) */
@@ -266,6 +423,10 @@ static const tm_cfg_key k_dataset[] = {
     KEY("time_partition_column", TM_CFG_STRING, tm_dataset_def, time_partition_column),
     READ_KEY("time_partition_format", tm_dataset_def, time_partition_format, read_time_format),
     READ_KEY("acceleration", tm_dataset_def, acceleration, read_acceleration),
+    KEY("description", TM_CFG_STRING, tm_dataset_def, description),
+    READ_KEY("columns", tm_dataset_def, columns, read_columns),
+    READ_KEY("dependsOn", tm_dataset_def, depends_on, read_depends_on),
+    READ_KEY("depends_on", tm_dataset_def, depends_on, read_depends_on),
     {NULL, 0, 0, NULL, NULL}};
 
 static const tm_cfg_key k_accel[] = {
@@ -291,6 +452,7 @@ static const tm_cfg_key k_accel[] = {
     KEY("retention_check_interval", TM_CFG_DURATION, tm_acceleration_def, retention_check_interval_ms),
     READ_KEY("retention_sql", tm_acceleration_def, retention_sql, read_retention_sql),
     ENUM_KEY("snapshots", tm_acceleration_def, snapshots, k_snap_modes),
+    READ_KEY("indexes", tm_acceleration_def, indexes, read_indexes),
     KEY("params", TM_CFG_PARAMS, tm_acceleration_def, params),
     {NULL, 0, 0, NULL, NULL}};
 
@@ -303,7 +465,7 @@ static const tm_cfg_key k_snapshots[] = {
     {NULL, 0, 0, NULL, NULL}};
 
 static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
-  static const section sec = {k_accel, k_accel_ignored};
+  static const section sec = {k_accel, k_accel_spice};
   tm_acceleration_def *a = &d->acceleration;
   d->has_acceleration = true;
   a->enabled = true;
@@ -312,9 +474,10 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   yaml_node_t *jmax = tm_cfg__lookup(c, n, "refresh_jitter_max");
   if (jmax && !a->refresh_jitter_enabled) {
     size_t old = tm_cfg__path_push_key(c, "refresh_jitter_max");
-    int wrc = tm_cfg__warn(c, jmax, "has no effect without refresh_jitter_enabled: true (as in Spice)");
+    int rc = tm_cfg__fail(c, jmax, "refresh_jitter_max needs refresh_jitter_enabled: true (without "
+                                   "it there is no jitter, as in Spice)");
     tm_cfg__path_pop(c, old);
-    TM_TRY(wrc);
+    return rc;
   }
   yaml_node_t *cron = tm_cfg__lookup(c, n, "refresh_cron");
   if (cron && a->refresh_check_interval_ms) {
@@ -396,11 +559,11 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
       for (size_t i = 0; i < n_cols; i++) tm_free(cols[i]);
       tm_free(cols);
     }
-    /* SPEC A8: cayenne's rule is the newest time_column per key, whatever on_conflict says. */
+    /* SPEC A8: cayenne's rule is the newest time_column per key: on_conflict cannot apply. */
     if (rc == TM_OK && tm_engine_kind_traits(a->engine)->conflict_rule == TM_ENGINE_RULE_NEWEST_BY_TIME)
-      rc = tm_cfg__warn(c, oc,
-                "has no effect on engine cayenne, which keeps the newest row per key by "
-                "time_column (SPEC A8); on_conflict applies to duckdb, arrow and sqlite");
+      rc = tm_cfg__fail(c, oc,
+                "on_conflict does not apply to engine cayenne, which keeps the newest row per key "
+                "by time_column (SPEC A8); remove it, or use engine duckdb, arrow or sqlite");
     tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
@@ -477,7 +640,7 @@ static int check_spice_modes(ctx *c, yaml_node_t *n) {
 }
 
 static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file) {
-  static const section sec = {k_dataset, k_dataset_ignored};
+  static const section sec = {k_dataset, k_dataset_spice};
   if (n->type == YAML_MAPPING_NODE) d->line = (int)n->start_mark.line + 1;
   TM_TRY(tm_cfg__walk(c, n, &sec, d));
   TM_TRY(check_file_header(c, n, in_file));
@@ -564,10 +727,52 @@ static int load_snapshots(ctx *c, yaml_node_t *n) {
 
 /*
  * runtime: tidemark reads runtime.query.{memory_limit, temp_directory,
- * threads} (and Spice's older runtime.memory_limit / runtime.temp_directory);
- * Spice's many other runtime settings are accepted with a warning.
+ * threads} (and Spice's older runtime.memory_limit / temp_directory), the
+ * API keys of runtime.auth and runtime.dataset_load_parallelism; Spice's
+ * other runtime settings load only in the form that is tidemark's behaviour
+ * (k_runtime_spice) and any other key is refused.
  */
+static const tm_cfg_spice_key k_query_spice[] = {
+    {"spill_compression", TM_CFG_FORM_NONE, NULL,
+     "DuckDB compresses its spill files in its own way (runtime.query.temp_directory)"},
+    {NULL, 0, NULL, NULL}};
+
+static const tm_cfg_spice_key k_runtime_spice[] = {
+    {"tls", TM_CFG_FORM_DISABLED, NULL,
+     "tidemark serves plain HTTP; put a TLS proxy in front of it"},
+    {"cors", TM_CFG_FORM_DISABLED, NULL,
+     "tidemark sends no CORS headers: pages of other origins cannot call its API"},
+    {"results_cache", TM_CFG_FORM_DISABLED, NULL,
+     "tidemark keeps no results cache: every query reads the acceleration"},
+    {"task_history", TM_CFG_FORM_DISABLED, NULL,
+     "tidemark records no task history table (its logs and metrics say what ran)"},
+    {"telemetry", TM_CFG_FORM_DISABLED, NULL, "tidemark sends no telemetry"},
+    {"tracing", TM_CFG_FORM_DISABLED, NULL, "tidemark exports no traces"},
+    {"params", TM_CFG_FORM_EMPTY, NULL, "tidemark has no runtime params"},
+    {"shutdown_timeout", TM_CFG_FORM_NONE, NULL,
+     "at shutdown tidemark rolls back a refresh in flight at its next batch; there is no "
+     "timeout to set"},
+    {NULL, 0, NULL, NULL}};
+
+/* Checks key/value against a Spice table; TM_ENOTFOUND when the table does not name key. */
+static int spice_entry(ctx *c, const tm_cfg_spice_key *table, const char *key, yaml_node_t *v) {
+  const tm_cfg_spice_key *sk = tm_cfg__spice_key(table, key);
+  return sk ? tm_cfg__check_spice(c, sk, v) : TM_ENOTFOUND;
+}
+
+/* The keys a mapping may hold, for an unknown key's message. */
+static int unknown_key(ctx *c, yaml_node_t *k, const char *key, const char *const *ours,
+                       const tm_cfg_spice_key *spice) {
+  char allowed[512] = "";
+  for (size_t i = 0; ours[i]; i++)
+    snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", i ? ", " : "", ours[i]);
+  for (const tm_cfg_spice_key *sk = spice; sk && sk->key; sk++)
+    snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), ", %s", sk->key);
+  return tm_cfg__fail(c, k, "unknown key '%s' (allowed: %s)", key, allowed);
+}
+
 static int load_query(ctx *c, yaml_node_t *n) {
+  static const char *const ours[] = {"memory_limit", "temp_directory", "threads", NULL};
   tm_config *cfg = c->cfg;
   if (n->type != YAML_MAPPING_NODE) return tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
@@ -595,8 +800,78 @@ static int load_query(ctx *c, yaml_node_t *n) {
       rc = tm_cfg__get_int(c, v, 1, &t);
       if (rc == TM_OK && t > 1024) rc = tm_cfg__fail(c, v, "bad value %lld (allowed: 1 to 1024)", (long long)t);
       cfg->query_threads = (int)t;
+    } else if ((rc = spice_entry(c, k_query_spice, key, v)) == TM_ENOTFOUND) {
+      rc = unknown_key(c, tm_cfg__node_at(c, p->key), key, ours, k_query_spice);
+    }
+    tm_cfg__path_pop(c, old);
+    TM_TRY(rc);
+  }
+  return TM_OK;
+}
+
+/*
+ * Spice's runtime.auth: {api-key (or api_key): {enabled, keys: [...]}}. The
+ * keys (secrets expanded as in params) go into cfg->api_keys; any of them
+ * opens the API (SPEC D4). enabled: false, or no keys, asks for none.
+ */
+static int load_auth(ctx *c, yaml_node_t *n) {
+  if (tm_cfg__is_null_scalar(n)) return TM_OK;
+  if (n->type != YAML_MAPPING_NODE)
+    return tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = tm_cfg__node_at(c, p->key), *v = tm_cfg__node_at(c, p->value);
+    const char *key;
+    TM_TRY(tm_cfg__scalar(c, k, "a key", &key));
+    size_t old = tm_cfg__path_push_key(c, key);
+    int rc = TM_OK;
+    if (strcmp(key, "api-key") != 0 && strcmp(key, "api_key") != 0) {
+      rc = tm_cfg__fail(c, k, "unknown key '%s' (allowed: api-key)", key);
+    } else if (v->type != YAML_MAPPING_NODE) {
+      rc = tm_cfg__fail(c, v, "wrong type: expected {enabled, keys}, got %s", tm_cfg__kind_name(v));
     } else {
-      rc = tm_cfg__warn(c, tm_cfg__node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
+      bool enabled = true;
+      yaml_node_t *keys = NULL;
+      for (yaml_node_pair_t *q = v->data.mapping.pairs.start; rc == TM_OK && q < v->data.mapping.pairs.top; q++) {
+        yaml_node_t *qk = tm_cfg__node_at(c, q->key), *qv = tm_cfg__node_at(c, q->value);
+        const char *name;
+        rc = tm_cfg__scalar(c, qk, "a key", &name);
+        if (rc != TM_OK) break;
+        size_t old2 = tm_cfg__path_push_key(c, name);
+        if (strcmp(name, "enabled") == 0) rc = tm_cfg__get_bool(c, qv, &enabled);
+        else if (strcmp(name, "keys") == 0) keys = qv;
+        else rc = tm_cfg__fail(c, qk, "unknown key '%s' (allowed: enabled, keys)", name);
+        tm_cfg__path_pop(c, old2);
+      }
+      if (rc == TM_OK && enabled && (!keys || keys->type != YAML_SEQUENCE_NODE ||
+                                     keys->data.sequence.items.top == keys->data.sequence.items.start))
+        rc = tm_cfg__fail(c, keys ? keys : v, "api-key needs keys: a list of at least one key");
+      size_t count = rc == TM_OK && enabled
+                         ? (size_t)(keys->data.sequence.items.top - keys->data.sequence.items.start)
+                         : 0;
+      for (size_t i = 0; rc == TM_OK && i < count; i++) {
+        yaml_node_t *kn = tm_cfg__node_at(c, keys->data.sequence.items.start[i]);
+        size_t old2 = tm_cfg__path_push_key(c, "keys");
+        tm_cfg__path_push_index(c, i);
+        const char *raw = NULL;
+        char *key_text = NULL;
+        tm_error e;
+        tm_error_init(&e);
+        rc = tm_cfg__scalar(c, kn, "a key", &raw);
+        if (rc == TM_OK && tm_cfg__expand(c, raw, &key_text, &c->cfg->reads_volatile_env, &e) != TM_OK)
+          rc = tm_cfg__fail(c, kn, "%s", e.message);
+        if (rc == TM_OK && !key_text[0]) rc = tm_cfg__fail(c, kn, "an API key cannot be empty");
+        char **grown = rc == TM_OK ? tm_reallocarray(c->cfg->api_keys, c->cfg->n_api_keys + 1,
+                                                      sizeof *grown)
+                                   : NULL;
+        if (rc == TM_OK && !grown) rc = tm_error_nomem(c->err);
+        if (rc == TM_OK) {
+          c->cfg->api_keys = grown;
+          c->cfg->api_keys[c->cfg->n_api_keys++] = key_text;
+          key_text = NULL;
+        }
+        tm_free(key_text);
+        tm_cfg__path_pop(c, old2);
+      }
     }
     tm_cfg__path_pop(c, old);
     TM_TRY(rc);
@@ -605,6 +880,9 @@ static int load_query(ctx *c, yaml_node_t *n) {
 }
 
 static int load_runtime(ctx *c, yaml_node_t *n) {
+  static const char *const ours[] = {"query", "memory_limit", "temp_directory", "auth",
+                                     "dataset_load_parallelism",
+                                     "num_of_parallel_loading_at_start_up", "caching", NULL};
   if (n->type != YAML_MAPPING_NODE) return tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     const char *key;
@@ -615,23 +893,47 @@ static int load_runtime(ctx *c, yaml_node_t *n) {
         return tm_cfg__fail(c, tm_cfg__node_at(c, p->key), "duplicate key '%s'", key);
     yaml_node_t *v = tm_cfg__node_at(c, p->value);
     int rc = TM_OK;
+    size_t old = tm_cfg__path_push_key(c, key);
     if (strcmp(key, "query") == 0) {
-      size_t old = tm_cfg__path_push_key(c, "query");
       rc = load_query(c, v);
-      tm_cfg__path_pop(c, old);
     } else if (strcmp(key, "memory_limit") == 0 || strcmp(key, "temp_directory") == 0) {
       /* Spice's older spelling of runtime.query.*: read as a one-key query section. */
+      tm_cfg__path_pop(c, old);
       yaml_node_pair_t *saved_s = n->data.mapping.pairs.start, *saved_t = n->data.mapping.pairs.top;
       n->data.mapping.pairs.start = p;
       n->data.mapping.pairs.top = p + 1;
       rc = load_query(c, n);
       n->data.mapping.pairs.start = saved_s;
       n->data.mapping.pairs.top = saved_t;
-    } else {
-      size_t old = tm_cfg__path_push_key(c, key);
-      rc = tm_cfg__warn(c, tm_cfg__node_at(c, p->key), "ignored (a Spice setting tidemark does not use)");
-      tm_cfg__path_pop(c, old);
+      old = tm_cfg__path_push_key(c, key);
+    } else if (strcmp(key, "auth") == 0) {
+      rc = load_auth(c, v);
+    } else if (strcmp(key, "dataset_load_parallelism") == 0 ||
+               strcmp(key, "num_of_parallel_loading_at_start_up") == 0) {
+      int64_t w = 0;
+      rc = tm_cfg__get_int(c, v, 1, &w);
+      if (rc == TM_OK && w > 256) rc = tm_cfg__fail(c, v, "bad value %lld (allowed: 1 to 256)", (long long)w);
+      c->cfg->load_parallelism = (int)w;
+    } else if (strcmp(key, "caching") == 0) {
+      /* Spice's caches (sql_results, search_results, embeddings): each must be disabled. */
+      static const tm_cfg_spice_key cache = {"caching", TM_CFG_FORM_DISABLED, NULL,
+                                             "tidemark keeps no caches: every query reads the "
+                                             "acceleration"};
+      if (v->type != YAML_MAPPING_NODE && !tm_cfg__is_null_scalar(v))
+        rc = tm_cfg__fail(c, v, "wrong type: expected a mapping of caches, got %s", tm_cfg__kind_name(v));
+      for (yaml_node_pair_t *q = v->type == YAML_MAPPING_NODE ? v->data.mapping.pairs.start : NULL;
+           rc == TM_OK && q && q < v->data.mapping.pairs.top; q++) {
+        const char *name;
+        rc = tm_cfg__scalar(c, tm_cfg__node_at(c, q->key), "a key", &name);
+        if (rc != TM_OK) break;
+        size_t old2 = tm_cfg__path_push_key(c, name);
+        rc = tm_cfg__check_spice(c, &cache, tm_cfg__node_at(c, q->value));
+        tm_cfg__path_pop(c, old2);
+      }
+    } else if ((rc = spice_entry(c, k_runtime_spice, key, v)) == TM_ENOTFOUND) {
+      rc = unknown_key(c, tm_cfg__node_at(c, p->key), key, ours, k_runtime_spice);
     }
+    tm_cfg__path_pop(c, old);
     TM_TRY(rc);
   }
   return TM_OK;
@@ -648,6 +950,7 @@ static int check_depth(const char *text, size_t len, const char *name, tm_error 
  */
 static int load_dataset_ref(ctx *c, yaml_node_t *dn, tm_dataset_def *d) {
   const char *ref = NULL;
+  yaml_node_t *deps = NULL; /* dependsOn beside ref, read once the dataset is */
   for (yaml_node_pair_t *p = dn->data.mapping.pairs.start; p < dn->data.mapping.pairs.top; p++) {
     yaml_node_t *k = tm_cfg__node_at(c, p->key), *v = tm_cfg__node_at(c, p->value);
     const char *key;
@@ -655,7 +958,7 @@ static int load_dataset_ref(ctx *c, yaml_node_t *dn, tm_dataset_def *d) {
     size_t old = tm_cfg__path_push_key(c, key);
     int rc = TM_OK;
     if (strcmp(key, "ref") == 0) rc = tm_cfg__scalar(c, v, "a folder", &ref);
-    else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "datasets") == 0) rc = tm_cfg__warn(c, k, "ignored");
+    else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "depends_on") == 0) deps = v;
     else rc = tm_cfg__fail(c, k, "unknown key '%s' beside ref (allowed: ref, dependsOn)", key);
     tm_cfg__path_pop(c, old);
     TM_TRY(rc);
@@ -709,6 +1012,11 @@ static int load_dataset_ref(ctx *c, yaml_node_t *dn, tm_dataset_def *d) {
                         path);
     else rc = load_dataset(&sub, root, d, true);
     yaml_document_delete(&doc);
+    if (rc == TM_OK && deps) {
+      size_t old = tm_cfg__path_push_key(c, "dependsOn");
+      rc = read_depends_on(c, deps, NULL, d);
+      tm_cfg__path_pop(c, old);
+    }
     yaml_parser_delete(&parser);
   }
   tm_free(text);
@@ -742,7 +1050,7 @@ static int load_views(ctx *c, yaml_node_t *n) {
     for (yaml_node_pair_t *p = rc == TM_OK ? vn->data.mapping.pairs.start : NULL;
          rc == TM_OK && p < vn->data.mapping.pairs.top; p++) {
       yaml_node_t *k = tm_cfg__node_at(c, p->key), *val = tm_cfg__node_at(c, p->value);
-      const char *key, *text;
+      const char *key;
       rc = tm_cfg__scalar(c, k, "a key", &key);
       if (rc != TM_OK) break;
       size_t old = tm_cfg__path_push_key(c, key);
@@ -750,8 +1058,17 @@ static int load_views(ctx *c, yaml_node_t *n) {
         rc = tm_cfg__fail(c, k, "duplicate key '%s'", key);
       else if (strcmp(key, "name") == 0) rc = read_dataset_name(c, val, &v->name, NULL);
       else if (strcmp(key, "sql") == 0) rc = tm_cfg__get_string(c, val, &v->sql);
-      else if (strcmp(key, "description") == 0) rc = tm_cfg__scalar(c, val, "a string", &text);
-      else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "depends_on") == 0) rc = tm_cfg__warn(c, k, "ignored");
+      else if (strcmp(key, "description") == 0 && v->description) rc = tm_cfg__fail(c, k, "duplicate key '%s'", key);
+      else if (strcmp(key, "description") == 0) rc = tm_cfg__get_string(c, val, &v->description);
+      else if (strcmp(key, "dependsOn") == 0 || strcmp(key, "depends_on") == 0) {
+        tm_dataset_def deps; /* read_depends_on fills a dataset's list: borrow one */
+        memset(&deps, 0, sizeof deps);
+        deps.depends_on = v->depends_on;
+        deps.n_depends_on = v->n_depends_on;
+        rc = read_depends_on(c, val, NULL, &deps);
+        v->depends_on = deps.depends_on;
+        v->n_depends_on = deps.n_depends_on;
+      }
       else rc = tm_cfg__fail(c, k, "unknown key '%s' (allowed: name, sql, description, dependsOn)", key);
       if (rc == TM_OK && strcmp(key, "sql") == 0) {
         const char *q = v->sql;
@@ -777,18 +1094,87 @@ static int load_views(ctx *c, yaml_node_t *n) {
   return TM_OK;
 }
 
-/* The views, after the datasets (their names must differ). */
+/*
+ * Spice's dependsOn: each name must be another dataset (matched ignoring
+ * case, and rewritten to its spelling) and the dependencies must not form a
+ * cycle. The runtime loads a dataset after the ones it depends on.
+ */
+static int check_depends_on(ctx *c) {
+  tm_config *cfg = c->cfg;
+  for (size_t i = 0; i < cfg->n_datasets; i++) {
+    tm_dataset_def *d = &cfg->datasets[i];
+    for (size_t j = 0; j < d->n_depends_on; j++) {
+      const tm_dataset_def *dep = NULL;
+      for (size_t k = 0; k < cfg->n_datasets && !dep; k++)
+        if (strcasecmp(cfg->datasets[k].name, d->depends_on[j]) == 0) dep = &cfg->datasets[k];
+      if (!dep || dep == d)
+        return tm_error_set(c->err, TM_EINVALID,
+                            "%s:%d: datasets[%zu].dependsOn: %s '%s'", c->file, d->line, i,
+                            dep ? "a dataset cannot depend on itself:" : "no dataset named",
+                            d->depends_on[j]);
+      if (strcmp(dep->name, d->depends_on[j]) != 0) {
+        char *name = tm_strdup(dep->name);
+        if (!name) return tm_error_nomem(c->err);
+        tm_free(d->depends_on[j]);
+        d->depends_on[j] = name;
+      }
+    }
+  }
+  /* A cycle: place, round after round, every dataset whose dependencies are placed
+   * (Kahn's order); what is never placed is on a cycle or depends on one. */
+  size_t n = cfg->n_datasets, done = 0;
+  bool *placed = tm_calloc(n ? n : 1, sizeof *placed);
+  if (!placed) return tm_error_nomem(c->err);
+  for (bool progress = true; progress && done < n;) {
+    progress = false;
+    for (size_t i = 0; i < n; i++) {
+      if (placed[i]) continue;
+      bool ready = true;
+      for (size_t j = 0; j < cfg->datasets[i].n_depends_on && ready; j++)
+        for (size_t k = 0; k < n; k++)
+          if (!placed[k] && strcmp(cfg->datasets[k].name, cfg->datasets[i].depends_on[j]) == 0)
+            ready = false;
+      if (ready) {
+        placed[i] = true;
+        done++;
+        progress = true;
+      }
+    }
+  }
+  int rc = TM_OK;
+  for (size_t i = 0; i < n && done < n; i++)
+    if (!placed[i]) {
+      rc = tm_error_set(c->err, TM_EINVALID,
+                        "%s:%d: datasets[%zu].dependsOn: a cycle of dependencies through '%s'",
+                        c->file, cfg->datasets[i].line, i, cfg->datasets[i].name);
+      break;
+    }
+  tm_free(placed);
+  return rc;
+}
+
+/* The views, after the datasets (their names must differ; dependsOn names datasets). */
 static int load_root_views(ctx *c, yaml_node_t *root) {
   yaml_node_t *n = tm_cfg__lookup(c, root, "views");
   if (!n) return TM_OK;
   size_t old = tm_cfg__path_push_key(c, "views");
   int rc = load_views(c, n);
   tm_cfg__path_pop(c, old);
+  tm_config *cfg = c->cfg;
+  for (size_t i = 0; rc == TM_OK && i < cfg->n_views; i++)
+    for (size_t j = 0; rc == TM_OK && j < cfg->views[i].n_depends_on; j++) {
+      bool found = false;
+      for (size_t k = 0; k < cfg->n_datasets && !found; k++)
+        found = strcasecmp(cfg->datasets[k].name, cfg->views[i].depends_on[j]) == 0;
+      if (!found)
+        rc = tm_error_set(c->err, TM_EINVALID, "%s:%d: views[%zu].dependsOn: no dataset named '%s'",
+                          c->file, cfg->views[i].line, i, cfg->views[i].depends_on[j]);
+    }
   return rc;
 }
 
 static int load_root(ctx *c, yaml_node_t *root) {
-  static const section sec = {k_top, k_top_ignored};
+  static const section sec = {k_top, k_top_spice};
   tm_config *cfg = c->cfg;
   TM_TRY(tm_cfg__check_mapping(c, root, &sec));
   yaml_node_t *n;
@@ -815,6 +1201,14 @@ static int load_root(ctx *c, yaml_node_t *root) {
     int rc = tm_cfg__get_string(c, n, &cfg->name);
     tm_cfg__path_pop(c, old);
     TM_TRY(rc);
+  }
+  /* Descriptive, as in Spice (whose runtime reads it nowhere either): a mapping. */
+  if ((n = tm_cfg__lookup(c, root, "metadata")) && !tm_cfg__is_null_scalar(n) &&
+      n->type != YAML_MAPPING_NODE) {
+    size_t old = tm_cfg__path_push_key(c, "metadata");
+    int rc = tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
+    tm_cfg__path_pop(c, old);
+    return rc;
   }
   /* Before anything with params: they may refer to secrets. */
   TM_TRY(tm_cfg__load_secrets(c, root, tm_cfg__lookup(c, root, "secrets")));
@@ -867,6 +1261,7 @@ static int load_root(ctx *c, yaml_node_t *root) {
     }
   }
   tm_cfg__path_pop(c, old);
+  TM_TRY(check_depends_on(c));
   return load_root_views(c, root);
 }
 
@@ -1011,10 +1406,18 @@ void tm_config_dispose(tm_config *cfg) {
   for (size_t i = 0; i < cfg->n_views; i++) {
     tm_free(cfg->views[i].name);
     tm_free(cfg->views[i].sql);
+    tm_free(cfg->views[i].description);
+    for (size_t j = 0; j < cfg->views[i].n_depends_on; j++) tm_free(cfg->views[i].depends_on[j]);
+    tm_free(cfg->views[i].depends_on);
   }
   tm_free(cfg->views);
   for (size_t i = 0; i < cfg->n_secret_files; i++) tm_free(cfg->secret_files[i]);
   tm_free(cfg->secret_files);
+  for (size_t i = 0; i < cfg->n_api_keys; i++) {
+    tm_wipe(cfg->api_keys[i], strlen(cfg->api_keys[i]));
+    tm_free(cfg->api_keys[i]);
+  }
+  tm_free(cfg->api_keys);
   memset(cfg, 0, sizeof *cfg);
 }
 

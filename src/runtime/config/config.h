@@ -35,6 +35,9 @@ typedef struct tm_snapshots_def {
 typedef struct tm_view_def {
   char *name; /* owned */
   char *sql;  /* owned: a SELECT (or WITH) */
+  char *description; /* owned or NULL: the view's comment in SQL */
+  char **depends_on; /* owned: dataset names (Spice's dependsOn) the view waits for */
+  size_t n_depends_on;
   int line;
 } tm_view_def;
 
@@ -57,6 +60,9 @@ typedef struct tm_config {
   char **secret_files;       /* owned: the dotenv files the secret stores looked in */
   size_t n_secret_files;
   int query_threads;
+  char **api_keys;           /* owned: runtime.auth.api-key.keys (any opens the API, D4) */
+  size_t n_api_keys;
+  int load_parallelism;      /* runtime.dataset_load_parallelism; 0: unset */
   char **warnings;           /* owned: ignored Spice keys, one line each */
   size_t n_warnings;
 } tm_config;

@@ -50,9 +50,30 @@ typedef struct tm_cfg_key {
   int (*read)(ctx *c, yaml_node_t *v, void *field, void *obj); /* TM_CFG_READER */
 } tm_cfg_key;
 
+/*
+ * A Spice key that tidemark honours in one form only: the form that is what
+ * tidemark does loads; any other is refused with `why`, which says what
+ * tidemark does instead. No Spice key is accepted and then ignored
+ * (docs/SPICE.md).
+ */
+typedef enum tm_cfg_form {
+  TM_CFG_FORM_VALUE,    /* a scalar equal to `value` (false/true: any YAML spelling) */
+  TM_CFG_FORM_DISABLED, /* null, or a mapping whose keys named enabled or *_enabled are all
+                           false (and there is one; its other keys then have no effect) */
+  TM_CFG_FORM_EMPTY,    /* null, an empty list or an empty mapping */
+  TM_CFG_FORM_NONE      /* no form: the key is always refused */
+} tm_cfg_form;
+
+typedef struct tm_cfg_spice_key {
+  const char *key;
+  tm_cfg_form form;
+  const char *value; /* TM_CFG_FORM_VALUE: the one value that loads */
+  const char *why;   /* the refusal's reason: what tidemark does instead */
+} tm_cfg_spice_key;
+
 typedef struct section {
-  const tm_cfg_key *keys;     /* keys tidemark uses; ends with {NULL} */
-  const char *const *ignored; /* keys Spice defines that tidemark ignores (warned), or NULL */
+  const tm_cfg_key *keys;        /* keys tidemark uses; ends with {NULL} */
+  const tm_cfg_spice_key *spice; /* Spice keys honoured in one form; ends with {NULL}, or NULL */
 } section;
 
 /* Messages: an error naming file:line:column and the key path; a warning kept in the config. */
@@ -75,8 +96,12 @@ int tm_cfg__get_int(ctx *c, yaml_node_t *n, int64_t min, int64_t *out);
 int tm_cfg__get_duration(ctx *c, yaml_node_t *n, bool allow_zero, int64_t *out);
 int tm_cfg__get_enum(ctx *c, yaml_node_t *n, const char *const *names, int *out);
 
-/* Key tables: n is a mapping of known keys, no duplicates; ignored keys warn. */
+/* Key tables: n is a mapping of known keys, no duplicates; Spice keys in their one form. */
 bool tm_cfg__in_list(const char *const *list, const char *key);
+/* The entry of table (may be NULL) named key, or NULL. */
+const tm_cfg_spice_key *tm_cfg__spice_key(const tm_cfg_spice_key *table, const char *key);
+/* Checks the value v of Spice key sk (the key path names it): TM_OK in its one form. */
+int tm_cfg__check_spice(ctx *c, const tm_cfg_spice_key *sk, yaml_node_t *v);
 int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec);
 /* Checks n against sec and reads each of its keys into obj, in document order. */
 int tm_cfg__walk(ctx *c, yaml_node_t *n, const section *sec, void *obj);

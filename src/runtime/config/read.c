@@ -1,7 +1,7 @@
 /*
  * read.c - reading the config's YAML nodes (runtime layer): messages that
  * name file, line, column and key path, typed scalars, the key tables'
- * check (unknown keys fail, Spice's ignored keys warn), ${env:NAME}
+ * check (unknown keys fail, Spice's keys load only in the form tidemark honours), ${env:NAME}
  * expansion, params and column lists. See config_int.h; config.c walks the
  * sections with these.
  */
@@ -164,6 +164,78 @@ int tm_cfg__get_enum(ctx *c, yaml_node_t *n, const char *const *names, int *out)
 /* ---- key tables ---------------------------------------------------------- */
 
 
+const tm_cfg_spice_key *tm_cfg__spice_key(const tm_cfg_spice_key *table, const char *key) {
+  for (const tm_cfg_spice_key *k = table; k && k->key; k++)
+    if (strcmp(k->key, key) == 0) return k;
+  return NULL;
+}
+
+/* Whether key is `enabled` or ends in `_enabled` (Spice's switches: enabled, zipkin_enabled). */
+static bool is_switch(const char *key) {
+  size_t n = strlen(key);
+  return strcmp(key, "enabled") == 0 || (n > 8 && strcmp(key + n - 8, "_enabled") == 0);
+}
+
+int tm_cfg__check_spice(ctx *c, const tm_cfg_spice_key *sk, yaml_node_t *v) {
+  bool ok = false;
+  const char *shown = "", *allowed = "";
+  switch (sk->form) {
+    case TM_CFG_FORM_VALUE:
+      allowed = sk->value;
+      if (v->type != YAML_SCALAR_NODE) {
+        shown = "this value";
+      } else if (!strcmp(sk->value, "false") || !strcmp(sk->value, "true")) {
+        bool b = false;
+        TM_TRY(tm_cfg__get_bool(c, v, &b));
+        ok = b == (sk->value[0] == 't');
+        shown = b ? "true" : "false";
+      } else {
+        shown = (const char *)v->data.scalar.value;
+        ok = strcmp(shown, sk->value) == 0;
+      }
+      break;
+    case TM_CFG_FORM_DISABLED: {
+      allowed = "enabled: false";
+      shown = "enabled";
+      if (tm_cfg__is_null_scalar(v)) {
+        ok = true;
+        break;
+      }
+      if (v->type != YAML_MAPPING_NODE) {
+        shown = "this value";
+        break;
+      }
+      bool any = false, on = false;
+      for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = tm_cfg__node_at(c, p->key);
+        if (k->type != YAML_SCALAR_NODE || !is_switch((const char *)k->data.scalar.value)) continue;
+        bool b = false;
+        size_t old = tm_cfg__path_push_key(c, (const char *)k->data.scalar.value);
+        int rc = tm_cfg__get_bool(c, tm_cfg__node_at(c, p->value), &b);
+        tm_cfg__path_pop(c, old);
+        TM_TRY(rc);
+        any = true;
+        on = on || b;
+      }
+      ok = any && !on;
+      if (!any) shown = "a setting without enabled: false";
+      break;
+    }
+    case TM_CFG_FORM_EMPTY:
+      allowed = "none: an empty list or mapping, or leave the key out";
+      shown = "an entry";
+      ok = tm_cfg__is_null_scalar(v) ||
+           (v->type == YAML_SEQUENCE_NODE && v->data.sequence.items.top == v->data.sequence.items.start) ||
+           (v->type == YAML_MAPPING_NODE && v->data.mapping.pairs.top == v->data.mapping.pairs.start);
+      break;
+    case TM_CFG_FORM_NONE:
+      break;
+  }
+  if (ok) return TM_OK;
+  if (sk->form == TM_CFG_FORM_NONE) return tm_cfg__fail(c, v, "not supported: %s", sk->why);
+  return tm_cfg__fail(c, v, "%s is not supported: %s (what loads: %s)", shown, sk->why, allowed);
+}
+
 bool tm_cfg__in_list(const char *const *list, const char *key) {
   for (int i = 0; list && list[i]; i++)
     if (strcmp(list[i], key) == 0) return true;
@@ -193,9 +265,10 @@ int tm_cfg__check_mapping(ctx *c, yaml_node_t *n, const section *sec) {
         return tm_cfg__fail(c, k, "duplicate key '%s'", key);
     }
     if (find_key(sec, key)) continue;
-    if (tm_cfg__in_list(sec->ignored, key)) {
+    const tm_cfg_spice_key *sk = tm_cfg__spice_key(sec->spice, key);
+    if (sk) {
       size_t old = tm_cfg__path_push_key(c, key);
-      int rc = tm_cfg__warn(c, k, "ignored (a Spice setting tidemark does not use)");
+      int rc = tm_cfg__check_spice(c, sk, tm_cfg__node_at(c, p->value));
       tm_cfg__path_pop(c, old);
       TM_TRY(rc);
       continue;
@@ -236,7 +309,7 @@ int tm_cfg__walk(ctx *c, yaml_node_t *n, const section *sec, void *obj) {
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     const char *key = (const char *)tm_cfg__node_at(c, p->key)->data.scalar.value;
     const tm_cfg_key *k = find_key(sec, key);
-    if (!k) continue; /* ignored, warned by check_mapping */
+    if (!k) continue; /* a Spice key in its one form, checked by check_mapping */
     size_t old = tm_cfg__path_push_key(c, key);
     int rc = read_key(c, k, tm_cfg__node_at(c, p->value), obj);
     tm_cfg__path_pop(c, old);

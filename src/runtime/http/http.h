@@ -81,7 +81,9 @@ typedef struct tm_http_route {
 typedef struct tm_http_server_options {
   const char *name;              /* "HTTP API", "metrics": for logs */
   const char *addr;              /* see tm_http_parse_addr */
-  const char *api_key;           /* NULL or "": no key */
+  const char *const *api_keys;   /* borrowed for the call: any of them opens every route but
+                                    the public ones (D4); n_api_keys 0: no key needed */
+  size_t n_api_keys;
   const tm_http_route *routes;   /* borrowed; outlives the server */
   size_t n_routes;
   void *app;                     /* passed to handlers */
@@ -119,7 +121,7 @@ void tm_http_server_free(tm_http_server *s);
 /**
  * Serves one request without a connection, through the same route matching,
  * API key check, body limits, handler and request counting as the server
- * (o's routes, n_routes, api_key, app and requests are used). For tests and
+ * (o's routes, n_routes, api_keys, app and requests are used). For tests and
  * fuzzing: the request is method and path (decoded, without the query
  * string, as libmicrohttpd hands them over), headers as n_headers name, value
  * pairs and the whole body. Where the server would close the connection (a

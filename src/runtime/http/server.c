@@ -34,7 +34,7 @@
 struct tm_http_server {
   tm_http_server_options o;    /* routes, app and metric borrowed */
   char *name;                  /* owned */
-  char *api_key;               /* owned or NULL */
+  char **api_keys;             /* owned copies of o.api_keys (s->o.api_keys points at them) */
   struct MHD_Daemon *daemon;
   tm_http_guard *guard;        /* owned: request deadlines, room for new clients */
   int port;
@@ -220,18 +220,25 @@ static const char *method_label(const char *m) {
   return "OTHER";
 }
 
-/* Whether the request carries the API key (D4); api_key NULL or "": none needed. */
-static bool authorized(const char *api_key, tm_http_request *req) {
-  if (!api_key || !*api_key) return true;
+/* Whether the token t (n bytes) is one of the keys. */
+static bool is_key(const tm_http_server_options *o, const char *t, size_t n) {
+  bool found = false;
+  for (size_t i = 0; i < o->n_api_keys; i++) found |= tm_http_key_equal(t, n, o->api_keys[i]);
+  return found; /* every key compared, so the time says nothing of which matched */
+}
+
+/* Whether the request carries an API key (D4); no keys: none needed. */
+static bool authorized(const tm_http_server_options *o, tm_http_request *req) {
+  if (o->n_api_keys == 0) return true;
   const char *k = tm_http_header(req, "X-API-Key");
-  if (k && tm_http_key_equal(k, strlen(k), api_key)) return true;
+  if (k && is_key(o, k, strlen(k))) return true;
   const char *a = tm_http_header(req, "Authorization");
   if (a && strncasecmp(a, "Bearer ", 7) == 0) {
     const char *t = a + 7;
     while (*t == ' ') t++;
     size_t n = strlen(t);
     while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
-    if (tm_http_key_equal(t, n, api_key)) return true;
+    if (is_key(o, t, n)) return true;
   }
   return false;
 }
@@ -298,13 +305,13 @@ static enum MHD_Result respond(tm_http_server *s, tm_http_request *req, tm_http_
  * false when its body is to be read, with req->route set and req->body
  * initialised to the route's limit.
  */
-static bool admit(const tm_http_server_options *o, const char *api_key, tm_http_request *req,
+static bool admit(const tm_http_server_options *o, tm_http_request *req,
                   tm_http_reply *rep) {
   bool known;
   const char *allow;
   req->route = find_route(o, req->method, req->path, req->param, &known, &allow);
   /* The key first: without it, no path says whether it exists (D4). */
-  if (!(req->route && req->route->public_route) && !authorized(api_key, req)) {
+  if (!(req->route && req->route->public_route) && !authorized(o, req)) {
     req->route = NULL;
     tm_http_reply_message(
         rep, 401, "an API key is required: send Authorization: Bearer KEY or X-API-Key: KEY");
@@ -350,7 +357,7 @@ void tm_http_serve(tm_http_reply *rep, const tm_http_server_options *o, const ch
   req.t0_ns = tm_monotonic_ns();
   tm_buf_init(&req.body, 0);
   reply_init(rep);
-  if (!admit(o, o->api_key, &req, rep)) {
+  if (!admit(o, &req, rep)) {
     tm_error err;
     if (tm_buf_append(&req.body, body, body_len, &err) != TM_OK)
       tm_http_reply_message(rep, 413, "request body too large: %zu bytes (limit %zu)", body_len,
@@ -380,7 +387,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     req->t0_ns = tm_monotonic_ns();
     tm_http_reply rep;
     reply_init(&rep);
-    if (admit(&s->o, s->api_key, req, &rep)) {
+    if (admit(&s->o, req, &rep)) {
       tm_http_guard_request_in(s->guard, conn);
       return respond(s, req, &rep);
     }
@@ -463,8 +470,16 @@ int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, 
   pthread_mutex_init(&s->log_mu, NULL);
   s->log_window_ns = tm_monotonic_ns();
   s->name = tm_strdup(o->name ? o->name : "HTTP");
-  s->api_key = o->api_key && *o->api_key ? tm_strdup(o->api_key) : NULL;
-  if (!s->name || (o->api_key && *o->api_key && !s->api_key)) {
+  bool oom = !s->name;
+  s->o.api_keys = NULL;
+  s->o.n_api_keys = 0;
+  if (o->n_api_keys && !(s->api_keys = tm_calloc(o->n_api_keys, sizeof *s->api_keys))) oom = true;
+  for (size_t i = 0; !oom && i < o->n_api_keys; i++) {
+    if (!(s->api_keys[i] = tm_strdup(o->api_keys[i]))) oom = true;
+    else s->o.n_api_keys = i + 1;
+  }
+  s->o.api_keys = (const char *const *)s->api_keys;
+  if (oom) {
     tm_http_server_free(s);
     return tm_error_nomem(err);
   }
@@ -514,8 +529,8 @@ int tm_http_server_start(tm_http_server **out, const tm_http_server_options *o, 
   snprintf(s->endpoint, sizeof s->endpoint, "%s%s%s:%d", ss.ss_family == AF_INET6 ? "[" : "", host,
            ss.ss_family == AF_INET6 ? "]" : "", s->port);
   tm_log(TM_LOG_INFO, NULL, "%s listening on %s%s", s->name, s->endpoint,
-         s->api_key ? " (API key required)" : "");
-  if (!loopback && !s->api_key)
+         s->o.n_api_keys ? " (API key required)" : "");
+  if (!loopback && !s->o.n_api_keys)
     tm_log(TM_LOG_WARN, NULL,
            "%s listens on %s, which is not a loopback address, without an API key "
            "(set --api-key or TIDEMARK_API_KEY, SPEC D4)",
@@ -545,6 +560,10 @@ void tm_http_server_free(tm_http_server *s) {
   tm_http_guard_free(s->guard);
   pthread_mutex_destroy(&s->log_mu);
   tm_free(s->name);
-  tm_free(s->api_key);
+  for (size_t i = 0; i < s->o.n_api_keys; i++) {
+    tm_wipe(s->api_keys[i], strlen(s->api_keys[i]));
+    tm_free(s->api_keys[i]);
+  }
+  tm_free(s->api_keys);
   tm_free(s);
 }

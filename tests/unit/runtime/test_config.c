@@ -73,7 +73,7 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT_INT_EQ(ev->time_partition_format, TM_TIME_FORMAT_DATE);
   const tm_acceleration_def *a = &ev->acceleration;
   TM_ASSERT(a->enabled);
-  TM_ASSERT_INT_EQ(a->engine, TM_ENGINE_CAYENNE);
+  TM_ASSERT_INT_EQ(a->engine, TM_ENGINE_DUCKDB);
   TM_ASSERT_INT_EQ(a->mode, TM_ENGINE_FILE);
   TM_ASSERT_INT_EQ(a->refresh_mode, TM_REFRESH_APPEND);
   TM_ASSERT_INT_EQ(a->refresh_check_interval_ms, 10000);
@@ -95,7 +95,7 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT(tm_str_has_suffix(ev->data_path, "/tests/cases/config/good/.tidemark/data/events"));
   const tm_dataset_def *logs = tm_config_find(&cfg, "logs");
   TM_ASSERT_INT_EQ(logs->acceleration.engine, TM_ENGINE_SQLITE);
-  TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(&logs->acceleration), 0); /* max without enabled */
+  TM_ASSERT_INT_EQ(tm_acceleration_max_jitter_ms(&logs->acceleration), 3000);
   TM_ASSERT_STR_EQ(logs->acceleration.refresh_cron, "0 */6 * * 1-5");
   TM_ASSERT_INT_EQ(logs->acceleration.refresh_on_startup, TM_REFRESH_ON_STARTUP_AUTO);
   TM_ASSERT(logs->acceleration.cron.hours == ((1u << 0) | (1u << 6) | (1u << 12) | (1u << 18)));
@@ -106,18 +106,21 @@ TM_TEST(config_full_example_loads) {
   TM_ASSERT_STR_EQ(tm_kv_get(&obj->params, "s3_auth"), "key"); /* Spice's S3 params load */
   TM_ASSERT(cfg.snapshots.enabled);
   TM_ASSERT_STR_EQ(cfg.snapshots.location, "file:///backups/tidemark");
-  /* Spice keys tidemark does not use are warnings, not errors; so is on_conflict on cayenne (A8). */
-  TM_ASSERT_INT_EQ(cfg.n_warnings, 4);
-  TM_ASSERT_CONTAINS(cfg.warnings[0], "metadata: ignored");
-  bool a8 = false;
-  for (size_t i = 0; i < cfg.n_warnings; i++)
-    if (strstr(cfg.warnings[i], "on_conflict: has no effect on engine cayenne")) a8 = true;
-  TM_ASSERT_MSG(a8, "no warning for on_conflict on cayenne");
-  bool jitter = false;
-  for (size_t i = 0; i < cfg.n_warnings; i++)
-    if (strstr(cfg.warnings[i], "refresh_jitter_max: has no effect without refresh_jitter_enabled"))
-      jitter = true;
-  TM_ASSERT_MSG(jitter, "no warning for refresh_jitter_max without refresh_jitter_enabled");
+  /* Spice's keys in the forms tidemark honours load without a warning. */
+  TM_ASSERT_INT_EQ(cfg.n_warnings, 0);
+  TM_ASSERT_STR_EQ(ev->description, "sales events");
+  TM_ASSERT_INT_EQ(ev->n_columns, 2);
+  TM_ASSERT_STR_EQ(ev->columns[0].description, "the order's id");
+  TM_ASSERT(ev->columns[1].description == NULL);
+  TM_ASSERT_INT_EQ(ev->n_depends_on, 1);
+  TM_ASSERT_STR_EQ(ev->depends_on[0], "logs");
+  TM_ASSERT_INT_EQ(a->n_indexes, 2);
+  TM_ASSERT(!a->indexes[0].unique && a->indexes[0].n_columns == 1);
+  TM_ASSERT(a->indexes[1].unique && a->indexes[1].n_columns == 2);
+  TM_ASSERT_STR_EQ(a->indexes[1].columns[1], "event_time");
+  TM_ASSERT_INT_EQ(cfg.n_api_keys, 2);
+  TM_ASSERT_STR_EQ(cfg.api_keys[0], "eu-west-1-key");
+  TM_ASSERT_INT_EQ(cfg.load_parallelism, 3);
   tm_config_dispose(&cfg);
 }
 
@@ -288,7 +291,7 @@ TM_TEST(config_dataset_ref) {
   TM_ASSERT(tm_mkdir_p(path, &err) == TM_OK);
   snprintf(path, sizeof path, "%s/datasets/bad/dataset.yml", dir);
   tm_test_write_file(path, "from: file:x\nname: bad\nacceleration:\n  engine: nope\n");
-  const char *text = "version: v2\ndatasets:\n  - ref: datasets/sales\n    dependsOn: [other]\n"
+  const char *text = "version: v2\ndatasets:\n  - ref: datasets/sales\n    dependsOn: [PLAIN]\n"
                      "  - from: file:y\n    name: plain\n";
   TM_ASSERT_OK(tm_config_load_text(&cfg, text, strlen(text), "pod.yaml", dir, &err), &err);
   TM_ASSERT_INT_EQ(cfg.n_datasets, 2);
@@ -298,7 +301,8 @@ TM_TEST(config_dataset_ref) {
   TM_ASSERT_STR_EQ(tm_kv_get(&d->params, "file_format"), "csv");
   TM_ASSERT_INT_EQ(d->acceleration.refresh_mode, TM_REFRESH_APPEND);
   TM_ASSERT(tm_config_find(&cfg, "plain"));
-  TM_ASSERT_CONTAINS(cfg.warnings[0], "datasets[0].dependsOn: ignored");
+  TM_ASSERT_INT_EQ(d->n_depends_on, 1);
+  TM_ASSERT_STR_EQ(d->depends_on[0], "plain"); /* matched ignoring case, spelt as the dataset */
   tm_config_dispose(&cfg);
   /* An error inside the file names the file (.yml found too). */
   text = "datasets:\n  - ref: datasets/bad\n";
@@ -351,10 +355,10 @@ TM_TEST(config_deep_nesting_is_refused_fast) {
   tm_test__note("1,000,000 nested '[' refused in %lld ms", (long long)ms);
   TM_ASSERT_MSG(ms < 2000, "refusing deep nesting took %lld ms", (long long)ms);
   tm_free(text);
-  /* At the cap: loads (the key is ignored with a warning). */
+  /* At the cap: loads (metadata is descriptive: any mapping, here one nested 64 deep). */
   char ok[512];
-  snprintf(ok, sizeof ok, "datasets: []\nmetadata: %.*s%.*s\n", 63,
-           "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 63,
+  snprintf(ok, sizeof ok, "datasets: []\nmetadata: {a: %.*s%.*s}\n", 62,
+           "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 62,
            "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
   TM_ASSERT_OK(tm_config_load_text(&cfg, ok, strlen(ok), "cap.yaml", "/tmp", &err), &err);
   tm_config_dispose(&cfg);

@@ -24,11 +24,15 @@ static const tm_http_route k_routes[] = {
     {"POST", "/v1/things/{name}/poke", h_echo, false, 8},
 };
 
+static const char *g_keys[2]; /* the keys options() sets */
+
 static void options(tm_http_server_options *o, int *calls, const char *key, tm_metric *m) {
   memset(o, 0, sizeof *o);
   o->routes = k_routes;
   o->n_routes = sizeof k_routes / sizeof k_routes[0];
-  o->api_key = key;
+  g_keys[0] = key;
+  o->api_keys = g_keys;
+  o->n_api_keys = key ? 1 : 0;
   o->app = calls;
   o->requests = m;
 }
@@ -120,6 +124,23 @@ TM_TEST(http_serve_api_key_D4) {
   TM_ASSERT_INT_EQ(serve(&o, "DELETE", "/v1/things/a", xkey, 1, NULL, body, sizeof body, NULL),
                    405);
   TM_ASSERT_INT_EQ(calls, 3);
+}
+
+/* Spice's runtime.auth.api-key takes several keys: any of them opens the API. */
+TM_TEST(http_serve_several_api_keys) {
+  int calls = 0;
+  tm_http_server_options o;
+  options(&o, &calls, "first-key", NULL);
+  g_keys[1] = "second-key";
+  o.n_api_keys = 2;
+  char body[512];
+  const char *first[] = {"X-API-Key", "first-key"};
+  const char *second[] = {"Authorization", "Bearer second-key"};
+  const char *neither[] = {"X-API-Key", "third-key"};
+  TM_ASSERT_INT_EQ(serve(&o, "GET", "/v1/things/a", first, 1, NULL, body, sizeof body, NULL), 200);
+  TM_ASSERT_INT_EQ(serve(&o, "GET", "/v1/things/a", second, 1, NULL, body, sizeof body, NULL), 200);
+  TM_ASSERT_INT_EQ(serve(&o, "GET", "/v1/things/a", neither, 1, NULL, body, sizeof body, NULL), 401);
+  TM_ASSERT_INT_EQ(calls, 2);
 }
 
 TM_TEST(http_serve_body_limits_D2) {
