@@ -113,6 +113,15 @@ void tm_sql_session_free(tm_sql_session *s);
 void tm_sql_session_set_timeout(tm_sql_session *s, int64_t ms);
 /** Cancels the running statement (TM_ECANCELLED). Thread-safe. */
 void tm_sql_session_interrupt(tm_sql_session *s);
+/**
+ * The datasets (and views) the last statement given to tm_sql_prepare reads,
+ * as the catalog names them: distinct, sorted, comma-joined ("a,b"), at most
+ * about 1 KiB (names past it are left out). "" when the statement failed
+ * before it was read (a parse error, a refused statement) or reads none.
+ * What Spice labels `datasets` on its query metrics. Valid until the next
+ * tm_sql_prepare on the session.
+ */
+const char *tm_sql_session_datasets(const tm_sql_session *s);
 
 /**
  * Prepares one read-only statement and starts it. At most one statement per
@@ -139,6 +148,18 @@ int tm_sql_column_render(tm_sql_stmt *st, size_t i, tm_buf *out, tm_cell_kind *k
                          tm_error *err) TM_WARN_UNUSED;
 /** Finalizes the statement. NULL is a no-op. */
 void tm_sql_stmt_free(tm_sql_stmt *st);
+
+/**
+ * Spice's error code for a query that failed with rc and message (what
+ * tm_sql_prepare or tm_sql_step returned), as its query_failures metric
+ * labels it (err_code; Spice's crates/runtime/src/datafusion/query/
+ * error_code.rs): "SyntaxError" (DuckDB's parser refused it),
+ * "QueryPlanningError" (binding: an unknown table or column; a statement the
+ * read-only gate refuses), "QueryExecutionError" (it failed while running:
+ * a conversion, the time limit, reading an acceleration), "ResourcesExhausted"
+ * (past the memory limit, TM_ETOOLARGE) or "InternalError" (anything else).
+ */
+const char *tm_sql_error_code(int rc, const char *message);
 
 typedef struct tm_sql_result_info {
   int64_t rows;

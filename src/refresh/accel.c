@@ -64,8 +64,9 @@ static void register_metrics(tm_accel *a, tm_metrics *r) {
       "Rows that lost a primary-key conflict, by reason (SPEC A8)", "dataset,reason", NULL, 0);
   REG(last_refresh, TM_METRIC_GAUGE, "dataset_acceleration_last_refresh_unix_time_ms",
       "When the last refresh finished (Unix time, ms)", "dataset", NULL, 0);
+  /* Spice labels it {dataset,mode} (crates/runtime-metrics/src/acceleration.rs and its docs). */
   REG(max_timestamp, TM_METRIC_GAUGE, "dataset_acceleration_max_timestamp_after_refresh_ms",
-      "The high-water mark after the last refresh (Unix time, ms)", "dataset", NULL, 0);
+      "The high-water mark after the last refresh (Unix time, ms)", "dataset,mode", NULL, 0);
   REG(size_bytes, TM_METRIC_GAUGE, "dataset_acceleration_size_bytes",
       "Bytes the acceleration occupies", "dataset", NULL, 0);
   REG(load_state, TM_METRIC_GAUGE, "dataset_load_state",

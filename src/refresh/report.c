@@ -104,7 +104,8 @@ void tm_accel__report_success(tm_accel *a, const tm_refresh_result *out, const c
     tm_metric_observe(a->m.duration, (const char *[]){d->name, mode}, (double)out->duration_ms);
     tm_metric_add(a->m.rows_written, ds, (double)out->rows_written);
     tm_metric_set(a->m.last_refresh, ds, (double)tm_now_ms());
-    if (out->has_max_time) tm_metric_set(a->m.max_timestamp, ds, (double)out->max_time_ms);
+    if (out->has_max_time)
+      tm_metric_set(a->m.max_timestamp, (const char *[]){d->name, mode}, (double)out->max_time_ms);
     uint64_t size = 0;
     tm_error e3;
     if (e && tm_engine_size_bytes(e, &size, &e3) == TM_OK)

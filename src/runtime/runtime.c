@@ -99,6 +99,26 @@ void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds) {
   if (e) tm_rt__sync_views(rt);
 }
 
+void tm_rt__count_active(tm_runtime *rt) {
+  if (!rt->m_active) return;
+  double counts[TM_ENGINE__COUNT + 1] = {0}; /* the last: federated ("None") */
+  bool listed[TM_ENGINE__COUNT + 1] = {false};
+  pthread_mutex_lock(&rt->mu);
+  for (size_t i = 0; i < rt->n_ds; i++) {
+    const tm_rt_dataset *d = &rt->ds[i];
+    size_t k = d->accelerated ? (size_t)d->def->acceleration.engine : TM_ENGINE__COUNT;
+    if (k > TM_ENGINE__COUNT) continue;
+    listed[k] = true;
+    if (d->loaded && !d->load_failed) counts[k] += 1;
+  }
+  pthread_mutex_unlock(&rt->mu);
+  for (size_t k = 0; k <= TM_ENGINE__COUNT; k++) {
+    if (!listed[k]) continue;
+    const char *engine = k == TM_ENGINE__COUNT ? "None" : tm_engine_kind_name((tm_engine_kind)k);
+    tm_metric_set(rt->m_active, (const char *[]){engine}, counts[k]);
+  }
+}
+
 void tm_rt__sync_views(tm_runtime *rt) {
   const tm_config *cfg = rt->cfg;
   if (!cfg->n_views || !rt->view_state) return;
@@ -212,26 +232,41 @@ int tm_runtime_db_open(const tm_config *cfg, tm_db **out, tm_error *err) {
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
+/*
+ * The runtime's families, named and labelled as Spice's (its sources:
+ * crates/runtime-metrics/src/http.rs, telemetry/mod.rs, query.rs and
+ * datasets/mod.rs; docs/METRICS.md). The query families carry Spice's
+ * `tags`, `datasets` and `protocol` (the one request-context label tidemark
+ * has: every query comes over HTTP), query_failures also `err_code`.
+ */
 static int register_metrics(tm_runtime *rt, tm_error *err) {
   static const double ms_buckets[] = {0.5, 1,   2.5,  5,    10,   25,    50,    100,
                                       250, 500, 1000, 2500, 5000, 10000, 30000, 60000};
+  const size_t n_ms = sizeof ms_buckets / sizeof ms_buckets[0];
   TM_TRY(tm_metrics_register(rt->metrics, &rt->m_http, TM_METRIC_COUNTER, "http_requests",
                              "HTTP requests by method, route template and status",
                              "method,path,status", NULL, 0, err));
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_http_dur, TM_METRIC_HISTOGRAM,
+                             "http_requests_duration_ms",
+                             "Time from an HTTP request's arrival to its reply, in milliseconds",
+                             "method,path,status", ms_buckets, n_ms, err));
   TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_exec, TM_METRIC_COUNTER,
-                             "query_executions", "SQL queries run (HTTP /v1/sql)", "", NULL, 0,
-                             err));
+                             "query_executions", "SQL queries run (HTTP /v1/sql)",
+                             "tags,datasets,protocol", NULL, 0, err));
   TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_fail, TM_METRIC_COUNTER, "query_failures",
-                             "SQL queries that failed", "", NULL, 0, err));
+                             "SQL queries that failed, by Spice's error code",
+                             "tags,datasets,err_code,protocol", NULL, 0, err));
   TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_dur, TM_METRIC_HISTOGRAM,
-                             "query_duration_ms", "SQL query duration in milliseconds", "",
-                             ms_buckets, sizeof ms_buckets / sizeof ms_buckets[0], err));
+                             "query_duration_ms", "SQL query duration in milliseconds",
+                             "tags,datasets,protocol", ms_buckets, n_ms, err));
   TM_TRY(tm_metrics_register(rt->metrics, &rt->m_query_busy, TM_METRIC_COUNTER, "query_rejections",
                              "SQL queries refused with 503 because every query slot was busy", "",
                              NULL, 0, err));
-  /* Touch the unlabelled series so that they are scraped as 0 before the first query. */
-  tm_metric_add(rt->m_query_exec, NULL, 0);
-  tm_metric_add(rt->m_query_fail, NULL, 0);
+  TM_TRY(tm_metrics_register(rt->metrics, &rt->m_active, TM_METRIC_GAUGE, "dataset_active_count",
+                             "Number of currently loaded datasets, by acceleration engine "
+                             "(None: federated)",
+                             "engine", NULL, 0, err));
+  /* Touch the unlabelled series so that it is scraped as 0 before the first rejection. */
   tm_metric_add(rt->m_query_busy, NULL, 0);
   return TM_OK;
 }
@@ -495,6 +530,7 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
   o.n_routes = rt->n_routes;
   o.app = rt;
   o.requests = rt->m_http;
+  o.durations = rt->m_http_dur;
   o.timeout_s = 60;
   o.connection_limit = (unsigned)rt->opts.max_connections;
   o.per_client_limit = (unsigned)rt->opts.max_connections_per_client;

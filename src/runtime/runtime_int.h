@@ -62,7 +62,8 @@ struct tm_runtime {
   char **api_keys;              /* owned: --api-key's and runtime.auth's keys (D4) */
   size_t n_api_keys;
   tm_metrics *metrics;          /* owned registry: accel families + the ones below */
-  tm_metric *m_http, *m_query_exec, *m_query_fail, *m_query_dur, *m_query_busy;
+  tm_metric *m_http, *m_http_dur, *m_query_exec, *m_query_fail, *m_query_dur, *m_query_busy;
+  tm_metric *m_active;          /* dataset_active_count{engine}, set on each scrape */
   tm_rt_dataset *ds;            /* owned array, one per config dataset, same order */
   size_t n_ds;
   pthread_mutex_t mu;           /* guards ds[] scheduling fields, stopping, started */
@@ -109,6 +110,13 @@ const char *tm_rt__status_name(tm_runtime *rt, tm_rt_dataset *ds);
 void tm_rt__check_fatal(tm_runtime *rt);
 /** Lists d's current engine in the SQL catalog (after a load or a schema change). */
 void tm_rt__sync_catalog(tm_runtime *rt, tm_rt_dataset *ds);
+/**
+ * Sets dataset_active_count{engine} (Spice's gauge, crates/runtime-metrics/
+ * src/datasets/mod.rs): the datasets loaded and not failed, by acceleration
+ * engine, "None" for federated ones; 0 for an engine of the config with none
+ * loaded. Called on each scrape of /metrics.
+ */
+void tm_rt__count_active(tm_runtime *rt);
 /**
  * Creates the config's views (Spice's `views:`) that are still pending and
  * can be created now: each binds when created, so its datasets must be

@@ -55,6 +55,15 @@ api() {
 
 metrics() { curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" "$@"; }
 
+# metric_sum NAME [SCRAPE]: the sum of every series of the family NAME in a
+# scrape (a new one by default); 0 when it has none. The query families carry
+# Spice's labels (tags, datasets, err_code, protocol), so a total is a sum.
+metric_sum() {
+  local scrape
+  if (($# > 1)); then scrape=$2; else scrape=$(metrics); fi
+  awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { print s + 0 }' <<<"$scrape"
+}
+
 # sql QUERY [curl args...]: BODY and STATUS of POST /v1/sql.
 sql() {
   local q=$1

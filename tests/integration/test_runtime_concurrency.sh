@@ -48,7 +48,7 @@ datasets:
 YAML
 start_server "$T/tidemark.yaml" --query-slots 8
 wait_until 30 is_ready || fail "not ready"
-failures_before=$(metrics | awk '/^query_failures /{print $2}')
+failures_before=$(metric_sum query_failures)
 
 # The producer: a new batch of 500 rows and a new version every 150 ms.
 (
@@ -105,8 +105,8 @@ vcommits=$(grep -c '\[versions\] refresh finished' "$SERVER_LOG" || true)
 ((commits >= 3)) || fail "only $commits append refreshes added rows during the test"
 ((vcommits >= 3)) || fail "only $vcommits full refreshes during the test"
 m=$(metrics)
-assert_eq "$(awk '/^query_failures /{print $2}' <<<"$m")" "$failures_before" "no query failed"
-n=$(awk '/^query_executions /{print $2}' <<<"$m")
+assert_eq "$(metric_sum query_failures "$m")" "$failures_before" "no query failed"
+n=$(metric_sum query_executions "$m")
 ((n >= CLIENTS * QUERIES * 2)) || fail "query executions: $n"
 note "$((CLIENTS * QUERIES * 2)) queries by $CLIENTS clients over $commits + $vcommits commits"
 stop_server

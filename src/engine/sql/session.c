@@ -10,6 +10,7 @@
  * chunks the caller steps through row by row, with the watchdog armed for
  * the session's time limit.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -370,11 +371,15 @@ static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t
 
 /* ---- sessions and statements --------------------------------------------------------------- */
 
+/* The longest `datasets` a statement reports: names past it are left out (a label, not a list). */
+#define DATASETS_MAX 1024
+
 struct tm_sql_session {
   tm_sql_catalog *cat;    /* borrowed: outlives the session */
   duckdb_connection conn;
   int64_t timeout_ms;
   tm_sql_stmt *open;      /* the statement running, or NULL */
+  char datasets[DATASETS_MAX]; /* what the last prepared statement reads */
 };
 
 struct tm_sql_stmt {
@@ -480,14 +485,56 @@ void tm_sql_stmt_free(tm_sql_stmt *q) {
   tm_free(q);
 }
 
+const char *tm_sql_session_datasets(const tm_sql_session *s) { return s->datasets; }
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Sets s->datasets to the catalog names (datasets and views, as the catalog
+ * spells them) that the parse tree reads: distinct, sorted, comma-joined.
+ * Names that would pass DATASETS_MAX are left out.
+ */
+static int note_datasets(tm_sql_session *s, const json_t *ast, tm_error *err) {
+  char **names = NULL;
+  size_t n = 0;
+  TM_TRY(tm_sql__tables(ast, &names, &n, err));
+  size_t k = 0;
+  tm_sql_catalog *c = s->cat;
+  pthread_mutex_lock(&c->mu);
+  for (size_t i = 0; i < n; i++) {
+    cat_item *it = find_item(c, names[i]);
+    tm_free(names[i]);
+    names[i] = NULL;
+    if (!it) continue; /* a CTE, a table function, or a name SQL does not know */
+    bool seen = false;
+    for (size_t j = 0; j < k && !seen; j++) seen = strcmp(names[j], it->name) == 0;
+    if (!seen) names[k++] = it->name; /* borrowed below, under the lock */
+  }
+  if (k > 1) qsort(names, k, sizeof *names, cmp_names);
+  size_t len = 0;
+  for (size_t i = 0; i < k; i++) {
+    size_t w = strlen(names[i]) + (i ? 1 : 0);
+    if (len + w >= sizeof s->datasets) break;
+    snprintf(s->datasets + len, sizeof s->datasets - len, "%s%s", i ? "," : "", names[i]);
+    len += w;
+  }
+  pthread_mutex_unlock(&c->mu);
+  tm_free(names);
+  return TM_OK;
+}
+
 int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err) {
   if (s->open) return tm_error_set(err, TM_ECONFLICT, "the session is running another statement");
+  s->datasets[0] = '\0';
   tm_sql_stmt *q = tm_calloc(1, sizeof *q);
   if (!q) return tm_error_nomem(err);
   q->s = s;
   s->open = q;
   json_t *ast = NULL;
   int rc = tm_sql__gate(s->conn, sql, &q->ps, &ast, err);
+  if (rc == TM_OK && ast) rc = note_datasets(s, ast, err);
   if (rc == TM_OK && ast) rc = post_pushdown(s->cat, s->conn, ast, &q->pushed, err);
   json_decref(ast);
   if (rc == TM_OK && s->timeout_ms > 0)
@@ -513,6 +560,40 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
   }
   *out = q;
   return TM_OK;
+}
+
+/* Whether msg starts with DuckDB's "<Kind> Error: " (one or more capitalised words). */
+static bool duckdb_kind(const char *msg, const char *kind) {
+  size_t n = strlen(kind);
+  return strncmp(msg, kind, n) == 0 && strncmp(msg + n, " Error: ", 8) == 0;
+}
+
+static bool any_duckdb_kind(const char *msg) {
+  const char *p = msg;
+  while (isupper((unsigned char)*p)) {
+    while (isalpha((unsigned char)*p)) p++;
+    if (strncmp(p, " Error: ", 8) == 0) return true;
+    if (*p != ' ') return false;
+    p++;
+  }
+  return false;
+}
+
+const char *tm_sql_error_code(int rc, const char *message) {
+  const char *msg = message ? message : "";
+  switch (rc) {
+    case TM_ETOOLARGE: return "ResourcesExhausted";
+    case TM_ETIMEOUT:
+    case TM_EIO:
+    case TM_ECORRUPT: return "QueryExecutionError";
+    case TM_EINVALID:
+      if (duckdb_kind(msg, "Parser")) return "SyntaxError";
+      if (duckdb_kind(msg, "Binder") || duckdb_kind(msg, "Catalog")) return "QueryPlanningError";
+      /* Another DuckDB kind (Conversion, Invalid Input, Out of Range, ...) comes from running
+       * the statement; a message of the gate's own refuses it before it runs. */
+      return any_duckdb_kind(msg) ? "QueryExecutionError" : "QueryPlanningError";
+    default: return "InternalError";
+  }
 }
 
 int tm_sql_step(tm_sql_stmt *q, tm_error *err) {

@@ -12,8 +12,9 @@
  *     when Content-Length says so, and a body on a route that takes none;
  *   - collects the body into a capped buffer and calls the handler, which
  *     fills a tm_http_reply (a buffered body, or a streamed response);
- *   - counts http_requests{method,path,status}, with the path label being
- *     the route template, so that the label set stays bounded.
+ *   - counts http_requests{method,path,status} and observes the time to the
+ *     reply in http_requests_duration_ms{method,path,status}, with the path
+ *     label being the route template, so that the label set stays bounded.
  * Paths are matched as strings against the table; nothing in a request
  * reaches the file system (D4).
  *
@@ -88,6 +89,7 @@ typedef struct tm_http_server_options {
   size_t n_routes;
   void *app;                     /* passed to handlers */
   tm_metric *requests;           /* http_requests counter, or NULL */
+  tm_metric *durations;          /* http_requests_duration_ms histogram, or NULL */
   unsigned timeout_s;            /* idle connection timeout */
   unsigned connection_limit;     /* concurrent connections; 0: 1024 */
   unsigned per_client_limit;     /* concurrent connections from one address; 0: no own limit */

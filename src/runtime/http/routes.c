@@ -315,6 +315,7 @@ static void h_metrics(void *app, tm_http_request *req, tm_http_reply *rep) {
   tm_error err;
   tm_error_init(&err);
   tm_buf_clear(&rep->body);
+  tm_rt__count_active(rt);
   if (tm_metrics_render(rt->metrics, &rep->body, &err) != TM_OK) {
     tm_http_reply_message(rep, 500, "%s", err.message);
     return;

@@ -255,18 +255,22 @@ void tm_http_reply_dispose(tm_http_reply *r) {
   tm_buf_dispose(&r->body);
 }
 
-/* Counts a reply in http_requests{method,path,status} and logs it at debug level. */
-static void count_reply(tm_metric *requests, const tm_http_request *req, unsigned status) {
-  if (requests) {
-    char label[8];
-    snprintf(label, sizeof label, "%u", status);
-    const char *labels[] = {method_label(req->method), req->route ? req->route->pattern : "unmatched",
-                            label};
-    tm_metric_add(requests, labels, 1);
-  }
+/*
+ * Counts a reply in http_requests{method,path,status}, observes the time from
+ * the request's arrival to its reply in http_requests_duration_ms (Spice's
+ * pair, crates/runtime-metrics/src/http.rs) and logs it at debug level.
+ */
+static void count_reply(const tm_http_server_options *o, const tm_http_request *req,
+                        unsigned status) {
+  double ms = (double)(tm_monotonic_ns() - req->t0_ns) / 1e6;
+  char label[8];
+  snprintf(label, sizeof label, "%u", status);
+  const char *labels[] = {method_label(req->method), req->route ? req->route->pattern : "unmatched",
+                          label};
+  if (o->requests) tm_metric_add(o->requests, labels, 1);
+  if (o->durations) tm_metric_observe(o->durations, labels, ms);
   if (tm_log_enabled(TM_LOG_DEBUG))
-    tm_log(TM_LOG_DEBUG, NULL, "%s %s %u (%.1f ms)", req->method, req->path, status,
-           (double)(tm_monotonic_ns() - req->t0_ns) / 1e6);
+    tm_log(TM_LOG_DEBUG, NULL, "%s %s %u (%.1f ms)", req->method, req->path, status, ms);
 }
 
 /* Queues the reply and counts it; the reply is disposed. */
@@ -293,7 +297,7 @@ static enum MHD_Result respond(tm_http_server *s, tm_http_request *req, tm_http_
   enum MHD_Result r = MHD_queue_response(req->conn, rep->status, resp);
   MHD_destroy_response(resp);
   req->responded = true;
-  count_reply(s->o.requests, req, rep->status);
+  count_reply(&s->o, req, rep->status);
   tm_http_reply_dispose(rep);
   return r;
 }
@@ -365,7 +369,7 @@ void tm_http_serve(tm_http_reply *rep, const tm_http_server_options *o, const ch
     else
       req.route->handler(o->app, &req, rep);
   }
-  count_reply(o->requests, &req, rep->status);
+  count_reply(o, &req, rep->status);
   tm_buf_dispose(&req.body);
 }
 

@@ -211,6 +211,7 @@ typedef struct sql_job {
   tm_buf ready;      /* handed over, being sent */
   size_t sent;       /* bytes of ready already sent */
   tm_sql_session *live; /* the running session, for interrupts */
+  char datasets[1024]; /* the `datasets` label: what the statement read (worker) */
 } sql_job;
 
 #define GRACE_MS 500
@@ -344,18 +345,31 @@ static void run_job(tm_qpool_job *base) {
   j->live = NULL;
   bool failed = j->rc != TM_OK || j->failed;
   bool damaged = rc == TM_ECORRUPT;
+  /* The failure to name: the first answer's, else the one that ended the stream. */
+  int fail_rc = j->rc != TM_OK ? j->rc : rc;
+  const char *err_code = failed ? tm_sql_error_code(fail_rc, j->rc != TM_OK ? j->first_err.message
+                                                                            : j->err.message)
+                                : NULL;
   pthread_mutex_unlock(&j->mu);
   if (j->out_open) tm_out_dispose(&j->out);
   j->out_open = false;
   tm_sql_stmt_free(j->st);
   j->st = NULL;
+  snprintf(j->datasets, sizeof j->datasets, "%s",
+           j->session ? tm_sql_session_datasets(j->session) : "");
   tm_rt__session_put(rt, j->session);
   j->session = NULL;
   if (damaged) tm_rt__note_damage(rt, j->err.message);
   if (!skip) {
-    tm_metric_add(rt->m_query_exec, NULL, 1);
-    if (failed) tm_metric_add(rt->m_query_fail, NULL, 1);
-    tm_metric_observe(rt->m_query_dur, NULL, (double)(tm_monotonic_ns() - j->t0_ns) / 1e6);
+    /* Spice's labels (crates/runtime/src/datafusion/query/tracker.rs): `tags` is "error" for a
+     * failure (tidemark has no results cache for "cache-hit"/"cache-miss"), `datasets` what
+     * the statement read, `protocol` http; a failure also has its `err_code`. */
+    const char *tags = failed ? "error" : "";
+    const char *l3[] = {tags, j->datasets, "http"};
+    tm_metric_add(rt->m_query_exec, l3, 1);
+    if (failed)
+      tm_metric_add(rt->m_query_fail, (const char *[]){tags, j->datasets, err_code, "http"}, 1);
+    tm_metric_observe(rt->m_query_dur, l3, (double)(tm_monotonic_ns() - j->t0_ns) / 1e6);
   }
   job_release(j);
 }

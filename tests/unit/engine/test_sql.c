@@ -573,6 +573,69 @@ TM_TEST(sql_catalog_follows_datasets) {
   tm_engine_release(c2);
 }
 
+/* ---- what Spice's query metrics are labelled with (SPEC 1.4, issue 17) -------------------- */
+
+/* Runs sql and returns its rc; the message in err. */
+static int run_rc(tm_sql_session *s, const char *sql, tm_error *err) {
+  tm_buf b = TM_BUF_INIT(1 << 20);
+  int rc = tm_sql_query(s, sql, TM_OUT_CSV, buf_sink, &b, NULL, err);
+  tm_buf_dispose(&b);
+  return rc;
+}
+
+TM_TEST(sql_spice_datasets_and_error_codes) {
+  tm_error err;
+  tm_sql_catalog *cat;
+  TM_ASSERT_OK(tm_sql_catalog_new(&cat, tm_test_db(), &err), &err);
+  tm_engine *a = open_events(TM_ENGINE_CAYENNE, "alpha", false);
+  tm_engine *b = open_events(TM_ENGINE_DUCKDB, "Beta", false);
+  load(a, 0, 4, 4);
+  load(b, 0, 2, 2);
+  TM_ASSERT_OK(tm_sql_catalog_add(cat, a, &err), &err);
+  TM_ASSERT_OK(tm_sql_catalog_add(cat, b, &err), &err);
+  TM_ASSERT_OK(tm_sql_catalog_add_view(cat, "clicks", "SELECT * FROM alpha WHERE kind = 'click'", &err),
+               &err);
+  tm_sql_session *s;
+  TM_ASSERT_OK(tm_sql_session_new(&s, cat, &err), &err);
+
+  /* `datasets`: what the statement reads, as the catalog spells it, distinct and sorted. */
+  TM_ASSERT_OK(run_rc(s, "SELECT count(*) FROM BETA JOIN alpha USING (id) WHERE id IN "
+                         "(SELECT id FROM alpha)", &err), &err);
+  TM_ASSERT_STR_EQ(tm_sql_session_datasets(s), "Beta,alpha");
+  TM_ASSERT_OK(run_rc(s, "SELECT count(*) FROM clicks", &err), &err);
+  TM_ASSERT_STR_EQ(tm_sql_session_datasets(s), "clicks");
+  TM_ASSERT_OK(run_rc(s, "WITH x AS (SELECT 1 AS one) SELECT * FROM x, range(3)", &err), &err);
+  TM_ASSERT_STR_EQ(tm_sql_session_datasets(s), "");
+
+  /* err_code as Spice names it. */
+  int rc = run_rc(s, "SELEC 1", &err);
+  TM_ASSERT_INT_EQ(rc, TM_EINVALID);
+  TM_ASSERT_STR_EQ(tm_sql_error_code(rc, err.message), "SyntaxError");
+  TM_ASSERT_STR_EQ(tm_sql_session_datasets(s), "");
+  rc = run_rc(s, "SELECT nope FROM alpha", &err);
+  TM_ASSERT_STR_EQ(tm_sql_error_code(rc, err.message), "QueryPlanningError");
+  rc = run_rc(s, "SELECT * FROM nowhere", &err);
+  TM_ASSERT_STR_EQ(tm_sql_error_code(rc, err.message), "QueryPlanningError");
+  rc = run_rc(s, "DELETE FROM alpha", &err);
+  TM_ASSERT_STR_EQ(tm_sql_error_code(rc, err.message), "QueryPlanningError");
+  rc = run_rc(s, "SELECT * FROM read_csv('/etc/passwd')", &err);
+  TM_ASSERT_STR_EQ(tm_sql_error_code(rc, err.message), "QueryPlanningError");
+  rc = run_rc(s, "SELECT CAST('x' || kind AS INTEGER) FROM alpha", &err);
+  TM_ASSERT_INT_EQ(rc, TM_EINVALID);
+  TM_ASSERT_STR_EQ(tm_sql_error_code(rc, err.message), "QueryExecutionError");
+  TM_ASSERT_STR_EQ(tm_sql_session_datasets(s), "alpha");
+  TM_ASSERT_STR_EQ(tm_sql_error_code(TM_ETOOLARGE, "the query needs more memory"), "ResourcesExhausted");
+  TM_ASSERT_STR_EQ(tm_sql_error_code(TM_ETIMEOUT, "time limit"), "QueryExecutionError");
+  TM_ASSERT_STR_EQ(tm_sql_error_code(TM_EIO, NULL), "QueryExecutionError");
+  TM_ASSERT_STR_EQ(tm_sql_error_code(TM_ENOMEM, "out of memory"), "InternalError");
+  TM_ASSERT_STR_EQ(tm_sql_error_code(TM_EINVALID, ""), "QueryPlanningError");
+
+  tm_sql_session_free(s);
+  tm_sql_catalog_free(cat);
+  tm_engine_release(a);
+  tm_engine_release(b);
+}
+
 TM_TEST(sql_c3_retention_condition_parsing) {
   tm_error err;
   char *w;
