@@ -112,7 +112,8 @@ run_script owner -c tidemark.yaml # the server that owns the files answers (SPEC
 run_script url --url "$BASE"
 
 # ---- a real terminal -----------------------------------------------------------------------
-TMUX_SOCK=$T/tmux.sock
+N_TERMS=0
+TMUX_SOCK=$T/tmux.0.sock
 tmx() { tmux -S "$TMUX_SOCK" "$@"; }
 pane() { tmx capture-pane -p -J -S - -t repl; }
 # wait_pane TEXT: until the pane shows TEXT (10 s).
@@ -128,9 +129,12 @@ wait_pane() {
 # Keys: text typed literally (a trailing ';' would end tmux's command: always "; ").
 type_text() { tmx send-keys -t repl -l -- "$1"; }
 key() { tmx send-keys -t repl "$@"; }
-# start_repl ENV...: tidemark sql on a fresh terminal (ends within 120 s whatever happens).
+# start_repl ENV...: tidemark sql on a fresh terminal (ends within 120 s whatever happens),
+# on a tmux server of its own (a new session on a server still shutting down fails).
 start_repl() {
   tmx kill-server 2>/dev/null || true
+  N_TERMS=$((N_TERMS + 1))
+  TMUX_SOCK=$T/tmux.$N_TERMS.sock
   tmx -f /dev/null new-session -d -s repl -x 150 -y 50 \
     "cd $T && env $* PATH=$T/bin:\$PATH timeout --foreground 120 tidemark sql; echo EXIT=\$?; sleep 60"
 }
@@ -152,8 +156,13 @@ check_clean() {
     fail "sanitizer report on the terminal"
   fi
 }
-trap_cmd=$(trap -p EXIT | sed -e "s/^trap -- '//" -e "s/' EXIT\$//")
-trap "rc_=\$?; stop_repl; (exit \$rc_); $trap_cmd" EXIT
+# lib.sh's EXIT trap (clean-up, background jobs) runs after the terminal is gone.
+# (trap -p alone in the substitution: in a pipeline it would show a subshell's traps.)
+lib_trap=$(trap -p EXIT)
+lib_trap=${lib_trap#trap -- \'}
+lib_trap=${lib_trap%\' EXIT}
+[[ $lib_trap == 'rc=$?;'*"jobs -p"* ]] || fail "lib.sh's EXIT trap not found: [$lib_trap]"
+trap "rc_=\$?; stop_repl; ${lib_trap/'rc=$?'/'rc=$rc_'}" EXIT
 
 # Session 1, on the server (it owns tidemark.yaml).
 start_repl TIDEMARK_HISTORY=$T/hist
@@ -164,9 +173,11 @@ wait_pane "     ...> "
 type_text "  40 + 2 AS n; "; key Enter
 wait_pane "first | 42"
 type_text "SELECT 'dropped"; key Enter
-wait_pane "     ...> "
-type_text "more"; key C-c
-sleep 0.3
+wait_line '^     \.\.\.> ' 2
+type_text "more"
+wait_pane "     ...> more" # (the terminal's ^C would flush input not read yet)
+key C-c
+wait_pane "     ...> more^C"
 type_text "SELECT 'after' AS w; "; key Enter
 wait_line '^after *$' # (had the dropped lines run, 'after' would be inside their string)
 # Line editing: the cursor moves back 14 characters (before the c) and a b goes in.
