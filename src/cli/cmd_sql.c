@@ -248,8 +248,8 @@ const tm_cli_cmd tm_cli_cmd_sql = {
     "tidemark sql [-c FILE | --url URL] [QUERY] [--format table|csv|json|jsonl]",
     "Runs read-only SQL (DuckDB's dialect) over the datasets and views of the config, or\n"
     "of a running server with --url. With neither, the config in the current folder, or\n"
-    "if there is none, the server at http://" TM_RUNTIME_DEFAULT_HTTP ". When a server\n"
-    "runs on the config (tidemark run), it owns the accelerations and answers.\n"
+    "if there is none, the server at http://" TM_RUNTIME_DEFAULT_HTTP ". When a server runs\n"
+    "on the config (tidemark run), it owns the accelerations and answers.\n"
     "\n"
     "Without QUERY, statements come from stdin, each ended by ';' (it may span lines).\n"
     "On a terminal, a REPL with line editing and history (~/.tidemark_history, or the\n"
