@@ -12,6 +12,7 @@
  */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,12 @@
 #define RESPONSE_LIMIT ((size_t)64 << 20) /* buffered answers (JSON documents, errors) */
 
 typedef struct call {
-  tm_buf body;        /* buffered answer (errors always; the body unless streaming) */
-  FILE *stream;       /* a 2xx body goes here when set */
+  tm_buf body;            /* buffered answer (errors always; the body unless streaming) */
+  tm_out_sink_fn sink;    /* a 2xx body goes here when set */
+  void *payload;          /* sink's */
+  const atomic_bool *cancel; /* the transfer stops once *cancel is set; may be NULL */
   CURL *curl;
-  bool stream_failed;
+  bool sink_failed;
 } call;
 
 static size_t on_data(char *ptr, size_t size, size_t n, void *payload) {
@@ -39,15 +42,23 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *payload) {
   size_t len = size * n;
   long status = 0;
   curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-  if (c->stream && status >= 200 && status < 300) {
-    if (fwrite(ptr, 1, len, c->stream) != len) {
-      c->stream_failed = true;
+  if (c->sink && status >= 200 && status < 300) {
+    if (c->sink(ptr, len, c->payload) != TM_OK) {
+      c->sink_failed = true;
       return 0;
     }
     return len;
   }
   tm_error err;
   return tm_buf_append(&c->body, ptr, len, &err) == TM_OK ? len : 0;
+}
+
+/* libcurl's progress callback: a non-zero answer aborts the transfer (Ctrl-C in the REPL). */
+static int on_progress(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+  (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+  const call *c = payload;
+  return c->cancel && atomic_load(c->cancel) ? 1 : 0;
 }
 
 /* base + path, without a doubled '/'. Result: tm_free. */
@@ -58,25 +69,30 @@ static char *join_url(const char *base, const char *path) {
 }
 
 /*
- * One request. Returns the HTTP status, or -1 when the server could not be
- * reached (the reason printed). stream: where a 2xx body goes, or NULL to
- * buffer it into c->body.
+ * One request. Returns the HTTP status, or -1 when there is no answer (the
+ * server could not be reached, the sink failed, the transfer was cancelled),
+ * with err set: TM_EIO, the sink's code, TM_ECANCELLED, TM_ENOMEM. sink: where
+ * a 2xx body goes, or NULL to buffer it into c->body. cancel may be NULL.
  */
 static long request(const char *method, const char *base, const char *path, const char *accept,
-                    const char *body, const char *api_key, FILE *stream, call *c) {
+                    const char *body, const char *api_key, tm_out_sink_fn sink, void *payload,
+                    const atomic_bool *cancel, call *c, tm_error *err) {
   memset(c, 0, sizeof *c);
   tm_buf_init(&c->body, RESPONSE_LIMIT);
-  c->stream = stream;
+  c->sink = sink;
+  c->payload = payload;
+  c->cancel = cancel;
   char *url = join_url(base, path);
   char *auth = api_key && *api_key ? tm_asprintf("Authorization: Bearer %s", api_key) : NULL;
   char *acc = accept ? tm_asprintf("Accept: %s", accept) : NULL;
   c->curl = curl_easy_init();
   if (!url || !c->curl || (api_key && *api_key && !auth) || (accept && !acc)) {
-    fprintf(stderr, "tidemark: out of memory\n");
+    tm_error_nomem(err);
     tm_free(url);
     tm_free(auth);
     tm_free(acc);
     if (c->curl) curl_easy_cleanup(c->curl);
+    c->curl = NULL;
     return -1;
   }
   struct curl_slist *headers = NULL;
@@ -92,6 +108,11 @@ static long request(const char *method, const char *base, const char *path, cons
   curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
   curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (cancel) {
+    curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+    curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+  }
   if (body) {
     curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -102,10 +123,12 @@ static long request(const char *method, const char *base, const char *path, cons
   long status = -1;
   if (cc == CURLE_OK) {
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-  } else if (c->stream_failed) {
-    fprintf(stderr, "tidemark: cannot write the answer\n");
+  } else if (c->sink_failed) {
+    tm_error_set(err, TM_EIO, "cannot write the answer");
+  } else if (cc == CURLE_ABORTED_BY_CALLBACK) {
+    tm_error_set(err, TM_ECANCELLED, "the query was cancelled");
   } else {
-    fprintf(stderr, "tidemark: %s: %s\n", url, curl_easy_strerror(cc));
+    tm_error_set(err, TM_EIO, "%s: %s", url, curl_easy_strerror(cc));
   }
   curl_slist_free_all(headers);
   curl_easy_cleanup(c->curl);
@@ -116,51 +139,79 @@ static long request(const char *method, const char *base, const char *path, cons
   return status;
 }
 
-/* Prints the server's {"message"} (or the raw body) for a failed call; the exit code. */
-static int report(long status, call *c, const char *what) {
-  if (status < 0) return TM_EXIT_FAILURE;
+/*
+ * The error of a call that did not succeed: for an answer, the server's
+ * {"message"} (or the raw body) with its status, TM_EINVALID for a 4xx and
+ * TM_EIO otherwise; without one (status < 0), err as request() left it.
+ */
+static int call_error(long status, const call *c, const char *what, tm_error *err) {
+  if (status < 0) return err->code ? err->code : TM_EIO;
   json_error_t jerr;
   json_t *j = json_loadb(c->body.ptr ? c->body.ptr : "", c->body.len, 0, &jerr);
   const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
-  fprintf(stderr, "tidemark: %s%s%s (HTTP %ld)\n", what ? what : "", what ? ": " : "",
-          msg ? msg : tm_buf_cstr(&c->body), status);
+  int code = status >= 400 && status < 500 ? TM_EINVALID : TM_EIO;
+  tm_error_set(err, code, "%s%s%s (HTTP %ld)", what ? what : "", what ? ": " : "",
+               msg ? msg : tm_buf_cstr(&c->body), status);
   json_decref(j);
-  return status >= 400 && status < 500 ? TM_EXIT_USAGE : TM_EXIT_FAILURE;
+  return code;
 }
 
-int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
-                      tm_out_format format, const char *api_key) {
-  (void)cmd;
+/* Prints err as a failed command does; the exit code (2 for a refused request, as locally). */
+static int report(const tm_error *err) {
+  fprintf(stderr, "tidemark: %s\n", err->message);
+  return err->code == TM_EINVALID ? TM_EXIT_USAGE : TM_EXIT_FAILURE;
+}
+
+int tm_cli_remote_query(const char *url, const char *api_key, const char *sql,
+                        tm_out_format format, tm_out_sink_fn sink, void *payload,
+                        const atomic_bool *cancel, tm_error *err) {
   const char *accept = format == TM_OUT_CSV     ? "text/csv"
                        : format == TM_OUT_TABLE ? "text/plain"
                        : format == TM_OUT_JSONL ? "application/x-ndjson"
                                                 : "application/json";
   call c;
-  long status = request("POST", url, "/v1/sql", accept, query, api_key, stdout, &c);
-  int code = TM_EXIT_OK;
-  if (status < 200 || status >= 300) code = report(status, &c, NULL);
-  fflush(stdout);
+  long status = request("POST", url, "/v1/sql", accept, sql, api_key, sink, payload, cancel, &c,
+                        err);
+  int rc = status >= 200 && status < 300 ? TM_OK : call_error(status, &c, NULL, err);
   tm_buf_dispose(&c.body);
-  return code;
+  return rc;
 }
 
-/* GETs a JSON document; NULL (reported) on failure, *code set. */
-static json_t *get_json(const char *base, const char *path, const char *api_key, int *code) {
+int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
+                      tm_out_format format, const char *api_key) {
+  (void)cmd;
+  tm_error err;
+  tm_error_init(&err);
+  int rc = tm_cli_remote_query(url, api_key, query, format, tm_out_file_sink, stdout, NULL, &err);
+  fflush(stdout);
+  return rc == TM_OK ? TM_EXIT_OK : report(&err);
+}
+
+/* GETs a JSON document; NULL with err set on failure (call_error's codes, TM_ECORRUPT). */
+static json_t *get_json(const char *base, const char *path, const char *api_key, tm_error *err) {
   call c;
-  long status = request("GET", base, path, "application/json", NULL, api_key, NULL, &c);
+  long status = request("GET", base, path, "application/json", NULL, api_key, NULL, NULL, NULL,
+                        &c, err);
   json_t *j = NULL;
   if (status == 200) {
     json_error_t jerr;
     j = json_loadb(c.body.ptr ? c.body.ptr : "", c.body.len, 0, &jerr);
-    if (!j) {
-      fprintf(stderr, "tidemark: %s: malformed answer: %s\n", path, jerr.text);
-      *code = TM_EXIT_FAILURE;
-    }
+    if (!j) tm_error_set(err, TM_ECORRUPT, "%s: malformed answer: %s", path, jerr.text);
   } else {
-    *code = report(status, &c, path);
+    call_error(status, &c, path, err);
   }
   tm_buf_dispose(&c.body);
   return j;
+}
+
+json_t *tm_cli_remote_datasets(const char *url, const char *api_key, tm_error *err) {
+  json_t *list = get_json(url, "/v1/datasets", api_key, err);
+  if (list && !json_is_array(list)) {
+    json_decref(list);
+    tm_error_set(err, TM_ECORRUPT, "/v1/datasets: malformed answer: not an array");
+    return NULL;
+  }
+  return list;
 }
 
 int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args) {
@@ -176,10 +227,12 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
   json_t *list = NULL;
   int code = TM_EXIT_OK;
   if (args->n_positional == 0) {
-    list = get_json(url, "/v1/datasets", api_key, &code);
+    tm_error err;
+    tm_error_init(&err);
+    list = get_json(url, "/v1/datasets", api_key, &err);
     if (!list) {
       free(body); /* lint-ok: allocated by jansson */
-      return code;
+      return report(&err);
     }
   }
   size_t n = list ? json_array_size(list) : args->n_positional;
@@ -194,7 +247,11 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
     }
     char *path = tm_asprintf("/v1/datasets/%s/acceleration/refresh", name);
     call c;
-    long status = path ? request("POST", url, path, "application/json", body, api_key, NULL, &c) : -1;
+    tm_error err;
+    tm_error_init(&err);
+    long status = path ? request("POST", url, path, "application/json", body, api_key, NULL, NULL,
+                                 NULL, &c, &err)
+                       : (tm_error_nomem(&err), -1);
     if (status == 201) {
       json_error_t jerr;
       json_t *j = json_loadb(c.body.ptr ? c.body.ptr : "", c.body.len, 0, &jerr);
@@ -203,7 +260,8 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
       json_decref(j);
       triggered++;
     } else {
-      int c2 = report(status, &c, name);
+      if (path) call_error(status, &c, name, &err);
+      int c2 = report(&err);
       if (code == TM_EXIT_OK || c2 == TM_EXIT_FAILURE) code = c2;
       failures++;
     }
@@ -219,8 +277,13 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
 
 json_t *tm_cli_status_remote(const char *url, const char *api_key, int *code) {
   *code = TM_EXIT_OK;
-  json_t *list = get_json(url, "/v1/datasets?status=true", api_key, code);
-  if (!list) return NULL;
+  tm_error err;
+  tm_error_init(&err);
+  json_t *list = get_json(url, "/v1/datasets?status=true", api_key, &err);
+  if (!list) {
+    *code = report(&err);
+    return NULL;
+  }
   json_t *out = json_array();
   for (size_t i = 0; out && i < json_array_size(list); i++) {
     json_t *d = json_array_get(list, i);
@@ -228,10 +291,11 @@ json_t *tm_cli_status_remote(const char *url, const char *api_key, int *code) {
     json_t *full = NULL;
     if (name && json_is_true(json_object_get(d, "acceleration_enabled"))) {
       char *path = tm_asprintf("/v1/datasets/%s/acceleration", name);
-      int c2 = TM_EXIT_OK;
-      full = path ? get_json(url, path, api_key, &c2) : NULL;
+      tm_error_init(&err);
+      full = path ? get_json(url, path, api_key, &err) : NULL;
+      if (!path) tm_error_nomem(&err);
       tm_free(path);
-      if (!full && c2 != TM_EXIT_OK) *code = c2;
+      if (!full) *code = report(&err);
     }
     json_array_append_new(out, full ? full : json_incref(d));
   }

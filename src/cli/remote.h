@@ -6,12 +6,30 @@
 #define TM_CLI_REMOTE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "cli/cli.h"
 #include "format/arrow/render.h"
 #include "runtime/config/config.h"
+#include "util/error.h"
 
+/**
+ * POST /v1/sql: runs sql on the server at url, its answer in format streamed
+ * to sink. The transfer stops once *cancel is set (cancel may be NULL).
+ * Errors: TM_EINVALID (the server refused the query: a 4xx, its message in
+ * err), TM_EIO (no answer, or another status), TM_ECANCELLED, the sink's
+ * code, TM_ENOMEM.
+ */
+int tm_cli_remote_query(const char *url, const char *api_key, const char *sql,
+                        tm_out_format format, tm_out_sink_fn sink, void *payload,
+                        const atomic_bool *cancel, tm_error *err) TM_WARN_UNUSED;
+/**
+ * GET /v1/datasets: the server's datasets as a new JSON array of objects
+ * (name, from, acceleration_enabled, ...), or NULL with err set (as
+ * tm_cli_remote_query's, and TM_ECORRUPT for a malformed answer).
+ */
+json_t *tm_cli_remote_datasets(const char *url, const char *api_key, tm_error *err);
 /** POST /v1/sql; the answer goes to stdout. Returns the exit code. */
 int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
                       tm_out_format format, const char *api_key);

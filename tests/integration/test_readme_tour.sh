@@ -6,7 +6,8 @@
 # drift from what tidemark does. Step 4 runs `tidemark run` on the README's
 # fixed ports (8090, 9090), waiting for it where a reader would, and checks
 # that `tidemark sql` and `tidemark status` got their answers from it
-# (issue 15: one process owns the files).
+# (issue 15: one process owns the files), the piped REPL step included
+# (issue 17: .tables, .timer and a statement over two lines, on the server).
 source "$(dirname "$0")/lib.sh"
 cd "$T"
 mkdir bin
@@ -40,6 +41,7 @@ awk '/^tidemark run &/ {
        sub(/ +$/, "", cmd); sub(/ in [0-9.]+ s$/, "", want); sub(/ \(the first load\)$/, "", want)
        print "check '"'"'" want "'"'"' " cmd; next }
      /^tidemark status/ && started { print "tidemark status 2>&1 | tee status.out"; next }
+     /^tidemark sql <</ && started { print $0 " 2>&1 | tee repl.out"; next }
      { print }' tour.sh >tour-body.sh
 { declare -f fail assert_contains check; cat tour-body.sh; } >tour-checked.sh
 bash -euo pipefail tour-checked.sh || fail "the tour failed"
@@ -49,6 +51,11 @@ checks=$(wc -l <checks)
 [[ -s status.out ]] || fail "step 4's tidemark status printed nothing"
 assert_contains "$(cat status.out)" "Ready" "step 4: status from the server"
 [[ $(cat status.out) != *Initializing* ]] || fail "step 4: status shows Initializing: $(cat status.out)"
+# Step 4's piped statements: the datasets, then the two-line query, timed.
+[[ -s repl.out ]] || fail "step 4's tidemark sql <<EOF printed nothing"
+repl=$(tr -d '\r' <repl.out)
+assert_contains "$repl" $'name   | kind\n-------+------------\nevents | accelerated\norders | accelerated\n(2 rows)' "step 4: .tables"
+assert_contains "$repl" $'sku   | ts\n------+---------------------\napple | 2026-11-30T10:00:00Z\npear  | 2026-11-30T10:01:00Z\n(2 rows)\nRun Time: ' "step 4: the query"
 # (tidemark sql's answer came from the server too: with the server holding the
 # files, opening them here would have failed after 10 s.)
 grep -q "HTTP API listening on 127.0.0.1:8090" server.log || fail "step 4: the server did not listen on :8090"
