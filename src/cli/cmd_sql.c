@@ -149,7 +149,7 @@ static int run_local(const tm_config *cfg, const char *query, tm_out_format form
   tm_accel **accels = tm_calloc(cfg->n_datasets ? cfg->n_datasets : 1, sizeof *accels);
   int rc = accels && listed ? tm_runtime_db_open(cfg, &db, &err) : tm_error_nomem(&err);
   if (rc == TM_OK) rc = tm_sql_catalog_new(&cat, db, &err);
-  if (rc == TM_OK) rc = tm_runtime_catalog_describe(cat, &cfg, &err);
+  if (rc == TM_OK) rc = tm_runtime_catalog_describe(cat, cfg, &err);
   tm_accel_options ao;
   tm_accel_options_init(&ao);
   ao.db = db;
