@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -132,7 +133,70 @@ static void dispose_config(tm_engine_config *c) {
   tm_free(c->dataset);
   tm_free(c->path);
   tm_free(c->pk);
+  for (size_t i = 0; i < c->n_indexes; i++) tm_free(c->indexes[i].cols);
+  tm_free(c->indexes);
   memset(c, 0, sizeof *c);
+}
+
+/*
+ * Resolves the configured indexes against the schema: each column must exist
+ * (a clear TM_EINVALID naming it and the dataset's columns otherwise); the
+ * name hashes the definition (kind and column names, FNV-1a 64), so that an
+ * index keeps its name across opens and a changed one gets another.
+ */
+static int resolve_indexes(tm_engine_config *c, const tm_schema *s, const tm_engine_options *o,
+                           tm_error *err) {
+  if (!o->n_indexes) return TM_OK;
+  c->indexes = tm_calloc(o->n_indexes, sizeof *c->indexes);
+  if (!c->indexes) return tm_error_nomem(err);
+  for (size_t i = 0; i < o->n_indexes; i++) {
+    const tm_engine_index *in = &o->indexes[i];
+    tm_engine_ix *ix = &c->indexes[c->n_indexes++];
+    ix->unique = in->unique;
+    ix->cols = tm_calloc(in->n_columns ? in->n_columns : 1, sizeof *ix->cols);
+    if (!ix->cols) return tm_error_nomem(err);
+    uint64_t h = 1469598103934665603ULL;
+    h = (h ^ (uint64_t)(in->unique ? 'u' : 'i')) * 1099511628211ULL;
+    for (size_t j = 0; j < in->n_columns; j++) {
+      int idx = tm_schema_find(s, in->columns[j]);
+      if (idx < 0) {
+        char names[512] = "";
+        for (size_t k = 0; k < s->n_cols; k++)
+          snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                   s->cols[k].name);
+        return tm_error_set(err, TM_EINVALID,
+                            "dataset '%s': indexes: no column '%s' (the columns: %s)", o->dataset,
+                            in->columns[j], names);
+      }
+      ix->cols[ix->n_cols++] = (size_t)idx;
+      for (const char *p = s->cols[idx].name;; p++) {
+        h = (h ^ (uint64_t)(unsigned char)*p) * 1099511628211ULL;
+        if (!*p) break;
+      }
+    }
+    snprintf(ix->name, sizeof ix->name, "tm_ix_%016llx", (unsigned long long)h);
+  }
+  return TM_OK;
+}
+
+int tm_engine__index_sql(tm_buf *b, const tm_engine *e, const tm_engine_ix *ix, const char *prefix,
+                         const char *table_sql, tm_error *err) {
+  TM_TRY(tm_buf_puts(b, ix->unique ? "CREATE UNIQUE INDEX " : "CREATE INDEX ", err));
+  TM_TRY(tm_buf_puts(b, prefix, err));
+  TM_TRY(tm_engine__quote_ident(b, ix->name, err));
+  TM_TRY(tm_buf_printf(b, err, " ON %s (", table_sql));
+  for (size_t j = 0; j < ix->n_cols; j++) {
+    if (j) TM_TRY(tm_buf_puts(b, ", ", err));
+    TM_TRY(tm_engine__quote_ident(b, e->schema.cols[ix->cols[j]].name, err));
+  }
+  return tm_buf_putc(b, ')', err);
+}
+
+bool tm_engine__index_wanted(const tm_engine *e, const char *name, bool *ours) {
+  *ours = strncmp(name, "tm_ix_", 6) == 0;
+  for (size_t i = 0; i < e->cfg.n_indexes; i++)
+    if (strcmp(e->cfg.indexes[i].name, name) == 0) return true;
+  return false;
 }
 
 static int resolve_config(tm_engine_config *c, const tm_schema *s, const tm_engine_options *o,
@@ -184,6 +248,7 @@ static int resolve_config(tm_engine_config *c, const tm_schema *s, const tm_engi
                                                             : tm_engine__default_time_format(t);
   }
   TM_TRY(resolve_on_conflict(c, s, o->on_conflict, err));
+  TM_TRY(resolve_indexes(c, s, o, err));
   c->busy_timeout_ms = o->busy_timeout_ms > 0 ? o->busy_timeout_ms : DEFAULT_BUSY_MS;
   return TM_OK;
 }

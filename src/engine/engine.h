@@ -80,6 +80,17 @@ typedef enum tm_engine_rule {
   TM_ENGINE_RULE_NEWEST_BY_TIME /* cayenne: newest time_column wins; ties: later arrival */
 } tm_engine_rule;
 
+/**
+ * An index of the acceleration's table (Spice's `indexes`): the engine
+ * creates it with the table and keeps it across replacements; a unique one
+ * makes a commit that would store a duplicate fail (nothing is committed).
+ */
+typedef struct tm_engine_index {
+  char **columns;          /* column names (owned by whoever holds the struct) */
+  size_t n_columns;
+  bool unique;
+} tm_engine_index;
+
 #define TM_ENGINE_OPTIONS_VERSION 2
 
 /*
@@ -106,6 +117,9 @@ typedef struct tm_engine_options {
    * cayenne accepts the map but resolves by time (SPEC A8).
    */
   const tm_kv *on_conflict;
+  const tm_engine_index *indexes;  /* Spice's indexes, or NULL: created with the table and
+                                      kept in step at each open (names tm_ix_<hash>) */
+  size_t n_indexes;
   const char *time_column;         /* or NULL */
   tm_time_format time_format;      /* UNSET: derived from the column's type */
   /*

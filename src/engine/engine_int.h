@@ -22,6 +22,14 @@
 
 /* ---- engines ------------------------------------------------------------ */
 
+/* An index of the table (tm_engine_index), resolved against the schema. */
+typedef struct tm_engine_ix {
+  size_t *cols;           /* owned: schema indices */
+  size_t n_cols;
+  bool unique;
+  char name[24];          /* "tm_ix_" and 16 hex digits of a hash of the definition */
+} tm_engine_ix;
+
 /* The options, resolved against the schema once at open. */
 typedef struct tm_engine_config {
   char *dataset;          /* owned */
@@ -33,6 +41,8 @@ typedef struct tm_engine_config {
   tm_time_format time_format; /* resolved (never UNSET when time_col >= 0) */
   tm_on_conflict on_conflict;
   int busy_timeout_ms;
+  tm_engine_ix *indexes;  /* owned */
+  size_t n_indexes;
 } tm_engine_config;
 
 struct tm_engine {
@@ -105,6 +115,15 @@ int tm_engine__schema_decode(tm_schema *out, const char *text, size_t len, tm_er
  */
 int tm_engine__options_fingerprint(const tm_engine *e, tm_buf *out, tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * Appends `CREATE [UNIQUE] INDEX [IF NOT EXISTS] <prefix><name> ON <table_sql> (cols)` for
+ * index ix of e (prefix: a schema qualifier such as "main.", or ""). The index name is
+ * ix->name, quoted.
+ */
+int tm_engine__index_sql(tm_buf *b, const tm_engine *e, const tm_engine_ix *ix, const char *prefix,
+                         const char *table_sql, tm_error *err) TM_WARN_UNUSED;
+/** Whether name is a tidemark index name (tm_ix_...), and then whether e's config has it. */
+bool tm_engine__index_wanted(const tm_engine *e, const char *name, bool *ours);
 /** Appends name as a double-quoted SQL identifier. */
 int tm_engine__quote_ident(tm_buf *b, const char *name, tm_error *err) TM_WARN_UNUSED;
 /** Appends s as a single-quoted SQL string literal. */

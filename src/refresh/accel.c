@@ -153,6 +153,8 @@ void tm_accel_engine_options(const tm_dataset_def *d, tm_db *db, tm_engine_optio
   o->on_conflict = on_conflict->len ? on_conflict : NULL;
   o->time_column = d->time_column;
   o->time_format = d->time_format;
+  o->indexes = d->acceleration.indexes;
+  o->n_indexes = d->acceleration.n_indexes;
 }
 
 int tm_accel_duck_dir(const tm_dataset_def *d, char **out, tm_error *err) {

@@ -54,12 +54,9 @@ typedef struct tm_conflict_def {
   tm_on_conflict rule;   /* drop (default) or upsert */
 } tm_conflict_def;
 
-/** One of Spice's acceleration indexes: `col: enabled` or `"(a, b)": unique`. */
-typedef struct tm_index_def {
-  char **columns;         /* owned array of n_columns owned names */
-  size_t n_columns;
-  bool unique;            /* unique: a refresh storing a duplicate fails (and commits nothing) */
-} tm_index_def;
+/** One of Spice's acceleration indexes (`col: enabled`, `"(a, b)": unique`); its strings
+ * and array are owned by the dataset definition. */
+typedef tm_engine_index tm_index_def;
 
 /** A column described by Spice's `columns: [{name, description}]`. */
 typedef struct tm_column_doc {

@@ -67,6 +67,8 @@ int tm_duck__table(tm_buf *b, const tm_duck_engine *e, const char *table, tm_err
 /** Appends the column list `"a", "b", ...` of the schema (prefix: "s." or NULL). */
 int tm_duck__columns(tm_buf *b, const tm_schema *s, const char *prefix, tm_error *err)
     TM_WARN_UNUSED;
+/** Creates the configured indexes on the rows table, on connection c (in its transaction). */
+int tm_duck__create_indexes(tm_duck_engine *e, duckdb_connection c, tm_error *err) TM_WARN_UNUSED;
 /** Appends `CREATE TABLE <table> (...)` for the schema's columns. */
 int tm_duck__create_rows(tm_buf *b, const tm_duck_engine *e, const char *table, tm_error *err)
     TM_WARN_UNUSED;

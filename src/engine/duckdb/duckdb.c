@@ -236,6 +236,79 @@ static int inspect(tm_db *db, const char *alias, bool *any, bool *meta, tm_error
   return rc;
 }
 
+int tm_duck__create_indexes(tm_duck_engine *e, duckdb_connection c, tm_error *err) {
+  tm_buf table = TM_BUF_INIT(1 << 16), sql = TM_BUF_INIT(1 << 20);
+  int rc = tm_duck__table(&table, e, TM_DUCK_ROWS, err);
+  for (size_t i = 0; rc == TM_OK && i < e->base.cfg.n_indexes; i++) {
+    tm_buf_clear(&sql);
+    rc = tm_engine__index_sql(&sql, &e->base, &e->base.cfg.indexes[i], "", tm_buf_cstr(&table), err);
+    if (rc == TM_OK) rc = tm_db__exec(c, tm_buf_cstr(&sql), e->file ? e->file : e->base.cfg.dataset, err);
+    if (rc == TM_EINVALID) tm_error_prefix(err, "index %s", e->base.cfg.indexes[i].name);
+  }
+  tm_buf_dispose(&table);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+/*
+ * Brings the indexes of a reopened acceleration in step with the config:
+ * drops tidemark's indexes (tm_ix_*) it no longer names and creates the
+ * missing ones, in one transaction. A unique index over rows that repeat its
+ * key fails, naming the index, and changes nothing.
+ */
+static int sync_indexes(tm_duck_engine *e, tm_error *err) {
+  duckdb_connection c = e->writer;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  bool *have = tm_calloc(e->base.cfg.n_indexes ? e->base.cfg.n_indexes : 1, sizeof *have);
+  int rc = have ? TM_OK : tm_error_nomem(err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, "SELECT index_name FROM duckdb_indexes() WHERE database_name = ", err);
+  if (rc == TM_OK) rc = tm_engine__quote_string(&sql, e->alias, strlen(e->alias), err);
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, " AND table_name = '" TM_DUCK_ROWS "'", err);
+  duckdb_result r;
+  bool have_result = false, began = false;
+  if (rc == TM_OK) {
+    if (duckdb_query(c, tm_buf_cstr(&sql), &r) == DuckDBError) rc = tm_db__result_error(err, &r, e->file);
+    have_result = true;
+  }
+  idx_t n = rc == TM_OK ? duckdb_row_count(&r) : 0;
+  for (idx_t i = 0; rc == TM_OK && i < n; i++) {
+    char *name = duckdb_value_varchar(&r, 0, i);
+    bool ours = false;
+    bool wanted = name && tm_engine__index_wanted(&e->base, name, &ours);
+    for (size_t k = 0; wanted && k < e->base.cfg.n_indexes; k++)
+      if (strcmp(e->base.cfg.indexes[k].name, name) == 0) have[k] = true;
+    if (name && ours && !wanted) {
+      if (!began) rc = tm_db__exec(c, "BEGIN TRANSACTION", e->file ? e->file : e->base.cfg.dataset, err);
+      began = began || rc == TM_OK;
+      tm_buf_clear(&sql);
+      if (rc == TM_OK) rc = tm_buf_printf(&sql, err, "DROP INDEX %s.main.", e->q);
+      if (rc == TM_OK) rc = tm_engine__quote_ident(&sql, name, err);
+      if (rc == TM_OK) rc = tm_db__exec(c, tm_buf_cstr(&sql), e->file ? e->file : e->base.cfg.dataset, err);
+      if (rc == TM_OK) tm_log(TM_LOG_INFO, e->base.cfg.dataset, "dropped index %s (no longer configured)", name);
+    }
+    duckdb_free(name);
+  }
+  tm_buf table = TM_BUF_INIT(1 << 16);
+  if (rc == TM_OK) rc = tm_duck__table(&table, e, TM_DUCK_ROWS, err);
+  for (size_t k = 0; rc == TM_OK && k < e->base.cfg.n_indexes; k++) {
+    if (have[k]) continue;
+    if (!began) rc = tm_db__exec(c, "BEGIN TRANSACTION", e->file ? e->file : e->base.cfg.dataset, err);
+    began = began || rc == TM_OK;
+    tm_buf_clear(&sql);
+    if (rc == TM_OK) rc = tm_engine__index_sql(&sql, &e->base, &e->base.cfg.indexes[k], "", tm_buf_cstr(&table), err);
+    if (rc == TM_OK) rc = tm_db__exec(c, tm_buf_cstr(&sql), e->file ? e->file : e->base.cfg.dataset, err);
+    if (rc != TM_OK) tm_error_prefix(err, "index %s", e->base.cfg.indexes[k].name);
+    else tm_log(TM_LOG_INFO, e->base.cfg.dataset, "created index %s", e->base.cfg.indexes[k].name);
+  }
+  tm_buf_dispose(&table);
+  if (began && rc == TM_OK) rc = tm_db__exec(c, "COMMIT", e->file ? e->file : e->base.cfg.dataset, err);
+  else if (began) tm_db__exec_quiet(c, "ROLLBACK");
+  if (have_result) duckdb_destroy_result(&r);
+  tm_buf_dispose(&sql);
+  tm_free(have);
+  return rc;
+}
+
 /* Creates the three tables of a new acceleration, in one transaction. */
 static int create_tables(tm_duck_engine *e, tm_error *err) {
   tm_buf sql = TM_BUF_INIT(64 << 20);
@@ -243,6 +316,7 @@ static int create_tables(tm_duck_engine *e, tm_error *err) {
   int rc = tm_db__exec(c, "BEGIN TRANSACTION", (e->file ? e->file : e->base.cfg.dataset), err);
   if (rc == TM_OK) rc = tm_duck__create_rows(&sql, e, TM_DUCK_ROWS, err);
   if (rc == TM_OK) rc = run(c, &sql, (e->file ? e->file : e->base.cfg.dataset), err);
+  if (rc == TM_OK) rc = tm_duck__create_indexes(e, c, err);
   const char *kvt[2] = {"_tm_state", "_tm_meta"};
   for (int i = 0; rc == TM_OK && i < 2; i++) {
     rc = tm_buf_puts(&sql, "CREATE TABLE ", err);
@@ -354,6 +428,7 @@ static int duck_open(tm_engine **out, const tm_schema *schema, const tm_engine_o
       if (h[i] && !(e->hint[i] = tm_strdup(h[i]))) rc = tm_error_nomem(err);
   }
   if (rc == TM_OK && !have_stored) rc = create_tables(e, err);
+  else if (rc == TM_OK && !e->pending) rc = sync_indexes(e, err);
   tm_kv_dispose(&meta);
   tm_schema_dispose(&stored);
   if (rc < 0) {

@@ -779,6 +779,8 @@ int tm_duck__commit(tm_engine_txn *base, const tm_kv *state, tm_engine_commit_in
     if (rc == TM_OK) rc = tm_duck__table(&sql, e, TM_DUCK_NEW, err);
     if (rc == TM_OK) rc = tm_buf_puts(&sql, " RENAME TO " TM_DUCK_ROWS, err);
     if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
+    /* DuckDB renames no table with indexes: they are made on the table once it is renamed. */
+    if (rc == TM_OK) rc = tm_duck__create_indexes(e, e->writer, err);
     if (rc == TM_OK && e->pending) rc = tm_duck__write_meta(e, e->writer, err);
   }
   /* A replacement starts without the state of what it replaces (B9). */

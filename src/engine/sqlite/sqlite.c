@@ -258,6 +258,92 @@ static int create_time_index(sq_engine *e, tm_error *err) {
   return rc;
 }
 
+/* The configured indexes (Spice's indexes) on the table; it holds none of them yet. */
+static int create_indexes(sq_engine *e, tm_error *err) {
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = TM_OK;
+  for (size_t i = 0; rc == TM_OK && i < e->base.cfg.n_indexes; i++) {
+    tm_buf_clear(&sql);
+    rc = tm_engine__index_sql(&sql, &e->base, &e->base.cfg.indexes[i], "main.", e->table_q, err);
+    if (rc == TM_OK) rc = exec(e->db, sql.ptr, e->file, err);
+    if (rc != TM_OK) tm_error_prefix(err, "index %s", e->base.cfg.indexes[i].name);
+  }
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+/*
+ * Brings a reopened acceleration's indexes in step with the config: drops
+ * tidemark's (tm_ix_*) that it no longer names, creates the missing ones,
+ * in one transaction. A unique index over repeated keys fails, naming it.
+ */
+static int sync_indexes(sq_engine *e, tm_error *err) {
+  sqlite3_stmt *st = NULL;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  bool *have = tm_calloc(e->base.cfg.n_indexes ? e->base.cfg.n_indexes : 1, sizeof *have);
+  char **drop = NULL;
+  size_t n_drop = 0;
+  int rc = TM_OK;
+  if (!have) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  TM_CHECK(prepare(e->db, "SELECT name FROM main.sqlite_master WHERE type = 'index' AND name LIKE 'tm\\_ix\\_%' ESCAPE '\\'",
+                   &st, e->file, err));
+  for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
+    if (s != SQLITE_ROW) {
+      rc = sql_error(err, e->db, "cannot list the indexes", e->file);
+      goto done;
+    }
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    bool ours = false;
+    if (!name) continue;
+    if (tm_engine__index_wanted(&e->base, name, &ours)) {
+      for (size_t k = 0; k < e->base.cfg.n_indexes; k++)
+        if (strcmp(e->base.cfg.indexes[k].name, name) == 0) have[k] = true;
+    } else if (ours) {
+      char **g = tm_reallocarray(drop, n_drop + 1, sizeof *g);
+      if (!g || !(g[n_drop] = tm_strdup(name))) {
+        if (g) drop = g;
+        rc = tm_error_nomem(err);
+        goto done;
+      }
+      drop = g;
+      n_drop++;
+    }
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  bool missing = false;
+  for (size_t k = 0; k < e->base.cfg.n_indexes; k++) missing = missing || !have[k];
+  if (!n_drop && !missing) goto done;
+  TM_CHECK(exec(e->db, "BEGIN IMMEDIATE", e->file, err));
+  for (size_t i = 0; rc == TM_OK && i < n_drop; i++) {
+    tm_buf_clear(&sql);
+    rc = tm_buf_puts(&sql, "DROP INDEX main.", err);
+    if (rc == TM_OK) rc = quote_ident(&sql, drop[i], NULL, err);
+    if (rc == TM_OK) rc = exec(e->db, sql.ptr, e->file, err);
+    if (rc == TM_OK) tm_log(TM_LOG_INFO, e->base.cfg.dataset, "dropped index %s (no longer configured)", drop[i]);
+  }
+  for (size_t k = 0; rc == TM_OK && k < e->base.cfg.n_indexes; k++) {
+    if (have[k]) continue;
+    tm_buf_clear(&sql);
+    rc = tm_engine__index_sql(&sql, &e->base, &e->base.cfg.indexes[k], "main.", e->table_q, err);
+    if (rc == TM_OK) rc = exec(e->db, sql.ptr, e->file, err);
+    if (rc != TM_OK) tm_error_prefix(err, "index %s", e->base.cfg.indexes[k].name);
+    else tm_log(TM_LOG_INFO, e->base.cfg.dataset, "created index %s", e->base.cfg.indexes[k].name);
+  }
+  if (rc == TM_OK) rc = exec(e->db, "COMMIT", e->file, err);
+  else sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
+done:
+  sqlite3_finalize(st);
+  for (size_t i = 0; i < n_drop; i++) tm_free(drop[i]);
+  tm_free(drop);
+  tm_free(have);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
 static int meta_get(sqlite3 *db, const char *key, char **out, const char *name, tm_error *err) {
   sqlite3_stmt *st;
   *out = NULL;
@@ -338,6 +424,7 @@ static int create_tables(sq_engine *e, tm_error *err) {
   TM_CHECK(meta_set(e->db, "page_checksums", reserve_bytes(e->db) == TM_SQLITE_CKSUM_RESERVE ? "1" : "0",
                     e->file, err));
   TM_CHECK(create_time_index(e, err));
+  TM_CHECK(create_indexes(e, err));
   TM_CHECK(exec(e->db, "COMMIT", e->file, err));
 done:
   if (rc < 0) sqlite3_exec(e->db, "ROLLBACK", NULL, NULL, NULL);
@@ -549,6 +636,7 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
     if (rc < 0) goto done;
   }
   if (!exists) TM_CHECK(create_tables(e, err));
+  else if (!e->pending) TM_CHECK(sync_indexes(e, err));
   TM_CHECK(register_provider(e, err));
   *out = &e->base;
   e = NULL;
@@ -903,6 +991,7 @@ static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
                            e->table_q, e->new_q, e->table_q));
     TM_CHECK(exec(e->db, sql.ptr, e->file, err));
     TM_CHECK(create_time_index(e, err));
+    TM_CHECK(create_indexes(e, err));
   }
   if (e->pending) {
     tm_buf text = TM_BUF_INIT(1 << 24);
