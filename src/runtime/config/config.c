@@ -464,6 +464,60 @@ static const tm_cfg_key k_snapshots[] = {
     KEY("params", TM_CFG_PARAMS, tm_snapshots_def, params),
     {NULL, 0, 0, NULL, NULL}};
 
+/*
+ * The engine params (acceleration.params): file_path and the engine's own
+ * Spice name (cayenne_file_path, duckdb_file, sqlite_file) in file mode,
+ * nothing in memory mode. Any other is refused, naming what is allowed.
+ */
+static int check_engine_params(ctx *c, yaml_node_t *n, const tm_acceleration_def *a) {
+  const tm_engine_traits *t = tm_engine_kind_traits(a->engine);
+  bool file = a->mode == TM_ENGINE_FILE;
+  for (size_t i = 0; i < a->params.len; i++) {
+    const char *k = a->params.items[i].key;
+    if (file && (strcmp(k, "file_path") == 0 || (t->path_param && strcmp(k, t->path_param) == 0)))
+      continue;
+    char allowed[128] = "none: a memory acceleration has no file";
+    if (file)
+      snprintf(allowed, sizeof allowed, "file_path%s%s", t->path_param ? ", " : "",
+               t->path_param ? t->path_param : "");
+    size_t old = tm_cfg__path_push_key(c, "params");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "params"),
+                          "unknown param '%s' of engine %s in mode %s (allowed: %s)%s", k,
+                          tm_engine_kind_name(a->engine), tm_engine_mode_name(a->mode), allowed,
+                          strcmp(k, "duckdb_memory_limit") == 0
+                              ? "; tidemark's one DuckDB instance is capped by runtime.query.memory_limit"
+                              : "");
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
+  return TM_OK;
+}
+
+/* Keys that act only beside another: alone they would be accepted and do nothing. */
+static int check_needs(ctx *c, yaml_node_t *n, const tm_acceleration_def *a) {
+  static const struct {
+    const char *key, *why;
+  } needs[] = {
+      {"refresh_append_overlap", "refresh_append_overlap applies to refresh_mode: append"},
+      {"refresh_retry_max_attempts", "refresh_retry_max_attempts needs refresh_retry_enabled: true"},
+      {"retention_period", "retention_period needs retention_check_enabled: true"},
+      {"retention_sql", "retention_sql needs retention_check_enabled: true"},
+      {"retention_check_interval", "retention_check_interval needs retention_check_enabled: true"},
+  };
+  bool off[] = {a->refresh_mode != TM_REFRESH_APPEND, !a->refresh_retry_enabled,
+                !a->retention_check_enabled, !a->retention_check_enabled,
+                !a->retention_check_enabled};
+  for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++) {
+    yaml_node_t *v = tm_cfg__lookup(c, n, needs[i].key);
+    if (!v || !off[i]) continue;
+    size_t old = tm_cfg__path_push_key(c, needs[i].key);
+    int rc = tm_cfg__fail(c, v, "%s (alone it would do nothing)", needs[i].why);
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
+  return TM_OK;
+}
+
 static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
   static const section sec = {k_accel, k_accel_spice};
   tm_acceleration_def *a = &d->acceleration;
@@ -512,6 +566,8 @@ static int load_acceleration(ctx *c, yaml_node_t *n, tm_dataset_def *d) {
     tm_cfg__path_pop(c, old);
     return rc;
   }
+  TM_TRY(check_engine_params(c, n, a));
+  TM_TRY(check_needs(c, n, a));
   /* on_conflict: { column or "(a, b)": drop|upsert } ; columns must be in primary_key. */
   yaml_node_t *oc = tm_cfg__lookup(c, n, "on_conflict");
   if (oc) {
@@ -722,6 +778,16 @@ static int load_snapshots(ctx *c, yaml_node_t *n) {
   tm_snapshots_def *s = &c->cfg->snapshots;
   TM_TRY(tm_cfg__walk(c, n, &sec, s));
   if (s->enabled && !s->location) return tm_cfg__fail(c, n, "enabled snapshots need a location");
+  /* The location's store params, checked as a dataset's on that store are (unknown: refused). */
+  tm_error perr;
+  tm_error_init(&perr);
+  if (s->location && tm_source_check_params(s->location, &s->params, &perr) != TM_OK) {
+    size_t old = tm_cfg__path_push_key(c, "params");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "params") ? tm_cfg__lookup(c, n, "params") : n,
+                          "%s", perr.message);
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
   return TM_OK;
 }
 

@@ -142,18 +142,32 @@ TM_TEST(config_defaults) {
 }
 
 /* Loads a config whose dataset `x` has the acceleration params given, in dir (Spice secrets, issue 17). */
+/*
+ * Loads a config whose datasets expand the params "k: 'v', k2: 'v2'": one
+ * dataset per key, named by it, with the value as its engine param file_path
+ * (the one engine param every file engine takes; unknown ones are refused).
+ */
 static int load_params(tm_config *cfg, const char *dir, const char *top, const char *params,
                        tm_error *err) {
-  char text[4096];
-  /* Engine params: the config loader reads them without checking names (the engine does). */
-  snprintf(text, sizeof text,
-           "%sdatasets:\n  - from: file:a\n    name: x\n    acceleration:\n      params: {%s}\n",
-           top, params);
+  char text[8192];
+  size_t n = (size_t)snprintf(text, sizeof text, "%sdatasets:\n", top);
+  for (const char *p = params; *p && n < sizeof text;) {
+    const char *colon = strstr(p, ": '");
+    if (!colon) break;
+    const char *end = strchr(colon + 3, '\'');
+    if (!end) end = colon + 3 + strlen(colon + 3); /* unterminated: the loader's error */
+    n += (size_t)snprintf(text + n, sizeof text - n,
+                          "  - {from: file:a, name: %.*s, acceleration: {params: {file_path: '%.*s'}}}\n",
+                          (int)(colon - p), p, (int)(end - colon - 3), colon + 3);
+    p = *end ? end + 1 : end;
+    while (*p == ',' || *p == ' ') p++;
+  }
   return tm_config_load_text(cfg, text, strlen(text), "pod.yaml", dir, err);
 }
 
 static const char *param(const tm_config *cfg, const char *key) {
-  return tm_kv_get(&cfg->datasets[0].acceleration.params, key);
+  const tm_dataset_def *d = tm_config_find(cfg, key);
+  return d ? tm_kv_get(&d->acceleration.params, "file_path") : NULL;
 }
 
 TM_TEST(config_secrets_env_store_as_spice) {
