@@ -281,7 +281,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   const char *url = tm_cli_get(cmd, args, "url");
   bool explain = tm_cli_flag(cmd, args, "explain");
   if (url && explain) return tm_cli_usage_error(cmd, "--explain plans in this process: drop --url");
-  if (url) return tm_cli_refresh_remote(cmd, url, args);
+  if (url) return tm_cli_refresh_remote(cmd, url, args, NULL);
   const char *sql = tm_cli_get(cmd, args, "sql");
   if (sql && args->n_positional != 1)
     return tm_cli_usage_error(cmd, "--sql applies to one dataset: name it");
@@ -314,7 +314,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   char *owner = tm_cli_owner_url(&cfg);
   if (owner) {
     fprintf(stderr, "tidemark: the server at %s owns these accelerations; asking it to refresh\n", owner);
-    code = tm_cli_refresh_remote(cmd, owner, args);
+    code = tm_cli_refresh_remote(cmd, owner, args, cfg.n_api_keys ? cfg.api_keys[0] : NULL);
     tm_free(owner);
     plan_dispose(&plan);
     tm_config_dispose(&cfg);

@@ -232,6 +232,8 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   if (code != TM_EXIT_OK) return code;
   /* A running server owns these accelerations: it answers (SPEC 1.2). */
   char *owner = tm_cli_owner_url(&cfg);
+  /* The server checks the config's runtime.auth keys: without --api-key, one of them. */
+  if (!key && cfg.n_api_keys) key = cfg.api_keys[0];
   if (owner) {
     code = query ? tm_cli_sql_remote(cmd, owner, query, format, key)
                  : repl_remote(owner, key, cfg.path, format);

@@ -44,7 +44,8 @@ static json_t *status_local(const char *path, const char *api_key, int *code) {
   if (*code != TM_EXIT_OK) return NULL;
   char *owner = tm_cli_owner_url(&cfg);
   if (owner) {
-    json_t *arr = tm_cli_status_remote(owner, api_key, code);
+    /* The server checks the config's runtime.auth keys: without --api-key, one of them. */
+    json_t *arr = tm_cli_status_remote(owner, api_key ? api_key : cfg.n_api_keys ? cfg.api_keys[0] : NULL, code);
     tm_free(owner);
     tm_config_dispose(&cfg);
     return arr;

@@ -214,9 +214,11 @@ json_t *tm_cli_remote_datasets(const char *url, const char *api_key, tm_error *e
   return list;
 }
 
-int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args) {
+int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args,
+                          const char *config_key) {
   const char *api_key = tm_cli_get(cmd, args, "api-key");
   if (!api_key) api_key = getenv("TIDEMARK_API_KEY");
+  if (!api_key) api_key = config_key;
   json_t *opts = json_object();
   const char *sql = tm_cli_get(cmd, args, "sql");
   if (sql) json_object_set_new(opts, "refresh_sql", json_string(sql));

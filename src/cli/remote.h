@@ -34,7 +34,10 @@ json_t *tm_cli_remote_datasets(const char *url, const char *api_key, tm_error *e
 int tm_cli_sql_remote(const tm_cli_cmd *cmd, const char *url, const char *query,
                       tm_out_format format, const char *api_key);
 /** Triggers refreshes of the named (default: every accelerated) datasets. Exit code. */
-int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args);
+/* config_key: the key to send when neither --api-key nor TIDEMARK_API_KEY gives one (the
+ * owner server's config's runtime.auth key), or NULL. */
+int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_args *args,
+                          const char *config_key);
 /**
  * Every dataset's state (runtime/status.h documents the objects), as a new
  * JSON array; NULL with *code set (and the reason printed) on failure.

@@ -776,6 +776,7 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
 static int load_snapshots(ctx *c, yaml_node_t *n) {
   static const section sec = {k_snapshots, NULL};
   tm_snapshots_def *s = &c->cfg->snapshots;
+  s->enabled = true; /* Spice's default once the section is there */
   TM_TRY(tm_cfg__walk(c, n, &sec, s));
   if (s->enabled && !s->location) return tm_cfg__fail(c, n, "enabled snapshots need a location");
   /* The location's store params, checked as a dataset's on that store are (unknown: refused). */
@@ -1317,9 +1318,12 @@ static int load_root(ctx *c, yaml_node_t *root) {
                           "case-insensitively, in SQL and the API)",
                           d->name, cfg->datasets[j].line, cfg->datasets[j].name);
     if (rc == TM_OK && d->has_acceleration && d->acceleration.snapshots != TM_SNAPSHOTS_DISABLED &&
-        !cfg->snapshots.location)
+        (!cfg->snapshots.location || !cfg->snapshots.enabled))
       rc = tm_cfg__fail(c, is_ref ? dn : tm_cfg__lookup(c, dn, "acceleration"),
-                "acceleration.snapshots needs a top-level snapshots.location");
+                cfg->snapshots.location
+                    ? "acceleration.snapshots needs the top-level snapshots.enabled: true (with "
+                      "snapshots disabled it would do nothing)"
+                    : "acceleration.snapshots needs a top-level snapshots.location");
     tm_cfg__path_pop(c, old_i);
     if (rc < 0) {
       tm_cfg__path_pop(c, old);
