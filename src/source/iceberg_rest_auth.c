@@ -131,14 +131,19 @@ static void redact_one(char *msg, size_t cap, const char *secret) {
   tm_buf_dispose(&b);
 }
 
-void tm_iceberg_rest__redact(tm_iceberg_rest_auth *a, char *msg, size_t cap) {
-  if (!a) return;
+/* Redacts a's secrets in msg; the caller holds a->mu (the cached token changes under it). */
+static void redact_locked(tm_iceberg_rest_auth *a, char *msg, size_t cap) {
   redact_one(msg, cap, a->token);
   redact_one(msg, cap, a->client_secret);
   redact_one(msg, cap, a->secret_key);
   redact_one(msg, cap, a->session_token);
-  pthread_mutex_lock(&a->mu);
   redact_one(msg, cap, a->cached);
+}
+
+void tm_iceberg_rest__redact(tm_iceberg_rest_auth *a, char *msg, size_t cap) {
+  if (!a) return;
+  pthread_mutex_lock(&a->mu);
+  redact_locked(a, msg, cap);
   pthread_mutex_unlock(&a->mu);
 }
 
@@ -201,7 +206,7 @@ done:
 }
 
 /* The OAuth2 error of a token endpoint's refusal ({"error", "error_description"}, or the
- * REST error model), redacted. */
+ * REST error model), redacted. Called with a->mu held. */
 static void oauth_error(tm_iceberg_rest_auth *a, const tm_buf *body, char *msg, size_t cap) {
   msg[0] = '\0';
   json_t *j = body->len ? json_loadb(body->ptr, body->len, 0, NULL) : NULL;
@@ -219,7 +224,7 @@ static void oauth_error(tm_iceberg_rest_auth *a, const tm_buf *body, char *msg, 
   json_decref(j);
   for (char *p = msg; *p; p++)
     if ((unsigned char)*p < 0x20) *p = ' ';
-  tm_iceberg_rest__redact(a, msg, cap);
+  redact_locked(a, msg, cap);
 }
 
 /* POSTs the client credentials; sets a->cached. Called with a->mu held. */
@@ -246,13 +251,14 @@ static int fetch_token(tm_iceberg_rest_auth *a, tm_error *err) {
     char msg[512];
     oauth_error(a, &body, msg, sizeof msg);
     int code = status >= 500 || status == 429 ? TM_EUNAVAILABLE : TM_EINVALID;
-    const char *what = status == 400 || status == 401 || status == 403
-                           ? "the OAuth2 server refused the client credentials"
-                           : "the OAuth2 server failed";
+    bool refused = status == 400 || status == 401 || status == 403;
+    const char *what = refused ? "the OAuth2 server refused the client credentials"
+                       : status == 404 || status == 405 ? "no OAuth2 token endpoint there"
+                                                        : "the OAuth2 server failed";
+    const char *hint = refused ? "; check iceberg_oauth2_credential and iceberg_oauth2_scope"
+                       : code == TM_EINVALID ? "; check iceberg_oauth2_server_url" : "";
     rc = tm_error_set(err, code, "%s: %s (HTTP %ld%s%s)%s", a->server_url, what, status,
-                      msg[0] ? ": " : "", msg,
-                      code == TM_EINVALID ? "; check iceberg_oauth2_credential and "
-                                            "iceberg_oauth2_scope" : "");
+                      msg[0] ? ": " : "", msg, hint);
     goto done;
   }
   rc = tm_iceberg_rest_parse_token(body.ptr, body.len, &t, err);

@@ -287,6 +287,8 @@ static int rest_store_params(ice_source *s, const char *root, tm_kv *params, ven
       v->creds = st->creds;
       v->loaded_ms = tm_now_ms();
       snprintf(v->source, sizeof v->source, "%s", st->source);
+      tm_log(TM_LOG_DEBUG, s->base.name, "S3 credentials for %s vended by the catalog (%s)%s",
+             root, st->source, st->creds.expires_ms ? ", with an expiry" : "");
       *vend_out = v;
     }
   }
