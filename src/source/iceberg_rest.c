@@ -290,6 +290,10 @@ int tm_iceberg_rest_parse_table(const char *json, size_t len, const char *where,
   json_t *j = json_loadb(json ? json : "", len, 0, &jerr);
   char *text = NULL;
   int rc = TM_OK;
+  if (!j) {
+    rc = TM_CORRUPT(err, "%s: the response is not JSON (line %d: %s)", where, jerr.line, jerr.text);
+    goto done;
+  }
   json_t *meta = json_object_get(j, "metadata");
   if (!json_is_object(meta)) {
     rc = TM_CORRUPT(err, "%s: the response has no \"metadata\" object", where);
