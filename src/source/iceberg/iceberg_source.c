@@ -772,7 +772,7 @@ static int check_auth_params(const char *from, const tm_kv *params, tm_error *er
   }
   char region[128];
   bool sigv4 = sigv4_on(from, params, region, sizeof region);
-  if (!sigv4 && (!from || sv)) {
+  if (!sigv4) {
     const char *o = tm_kv_get(params, "iceberg_signing_region") ? "iceberg_signing_region"
                     : tm_kv_get(params, "iceberg_signing_name") ? "iceberg_signing_name"
                                                                  : NULL;
@@ -783,12 +783,6 @@ static int check_auth_params(const char *from, const tm_kv *params, tm_error *er
                         "keys: it takes no '%s'%s", token ? "iceberg_token" : "iceberg_oauth2_credential",
                         sv ? "" : " (SigV4 is on for an AWS Glue catalog URL; "
                                   "iceberg_sigv4_enabled: false turns it off)");
-  if (from && rest && !sigv4 && !sv) {
-    const char *o = tm_kv_get(params, "iceberg_signing_region") ? "iceberg_signing_region"
-                    : tm_kv_get(params, "iceberg_signing_name") ? "iceberg_signing_name"
-                                                                 : NULL;
-    if (o) return tm_error_set(err, TM_EINVALID, "param '%s' needs iceberg_sigv4_enabled: true", o);
-  }
   return TM_OK;
 }
 
