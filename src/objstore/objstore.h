@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "io/io.h"
+#include "objstore/awscreds.h"
 #include "util/error.h"
 #include "util/str.h"
 
@@ -337,6 +338,36 @@ char *tm_objstore_join(const char *prefix, const char *rel);
  */
 int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char *url,
                          const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Keys supplied per request by the caller instead of params: the credentials
+ * an Iceberg REST catalog vends for a table's files. fn fills out's
+ * access_key, secret_key and session_token ("" when none; expires_ms and
+ * source are not read). denied_key is NULL, or, after the store was refused
+ * (HTTP 403) with keys fn gave, that access key: fn should then fetch fresh
+ * keys, unless it already holds others. fn may be called from several
+ * threads at once, and must not call back into the store.
+ */
+typedef int (*tm_objstore_creds_fn)(void *payload, const char *denied_key, tm_aws_creds *out,
+                                    tm_error *err);
+
+/** A credential provider: fn and its payload (which must outlive the store). */
+typedef struct tm_objstore_creds {
+  tm_objstore_creds_fn fn;
+  void *payload;
+} tm_objstore_creds;
+
+/**
+ * tm_objstore_open_url with keys from creds (NULL: as tm_objstore_open_url).
+ * Only s3:// and s3a:// take a provider (TM_EUNSUPPORTED for other schemes);
+ * params must then give no s3_key, s3_secret, s3_session_token or s3_auth
+ * (TM_EINVALID). Reads (stat, list, get) refused with HTTP 403 ask the
+ * provider once for fresh keys (denied_key set) and are retried once, unless
+ * bytes of a get were already delivered.
+ */
+int tm_objstore_open_url_creds(tm_objstore **store_out, char **prefix_out, const char *url,
+                               const tm_kv *params, const tm_objstore_creds *creds,
+                               tm_error *err) TM_WARN_UNUSED;
 
 /**
  * Test hook (fault injection, issue 10): when set, every store that

@@ -120,13 +120,19 @@ static int run_hook(tm_objstore **store_out, char **prefix_out, const char *url,
 }
 
 static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
-                    const tm_kv *params, tm_error *err);
+                    const tm_kv *params, const tm_objstore_creds *creds, tm_error *err);
 
 int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char *url,
                          const tm_kv *params, tm_error *err) {
+  return tm_objstore_open_url_creds(store_out, prefix_out, url, params, NULL, err);
+}
+
+int tm_objstore_open_url_creds(tm_objstore **store_out, char **prefix_out, const char *url,
+                               const tm_kv *params, const tm_objstore_creds *creds,
+                               tm_error *err) {
   tm_objstore *store = NULL;
   char *prefix = NULL;
-  TM_TRY(open_url(&store, &prefix, url, params, err));
+  TM_TRY(open_url(&store, &prefix, url, params, creds && creds->fn ? creds : NULL, err));
   TM_TRY(run_hook(&store, &prefix, url, err));
   *store_out = store;
   *prefix_out = prefix;
@@ -137,7 +143,7 @@ int tm_objstore_open_url(tm_objstore **store_out, char **prefix_out, const char 
 int tm_objstore_check_params(const char *url, const tm_kv *params, tm_error *err) {
   tm_objstore *store = NULL;
   char *prefix = NULL;
-  TM_TRY(open_url(&store, &prefix, url, params, err));
+  TM_TRY(open_url(&store, &prefix, url, params, NULL, err));
   tm_objstore_free(store);
   tm_free(prefix);
   return TM_OK;
@@ -178,9 +184,12 @@ static int open_abfs_url(tm_objstore **store_out, char **prefix_out, const char 
 }
 
 static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
-                    const tm_kv *params, tm_error *err) {
+                    const tm_kv *params, const tm_objstore_creds *creds, tm_error *err) {
   if (!url || !*url) return tm_error_set(err, TM_EINVALID, "empty object-store URL");
   const char *rest;
+  if (creds && !after_scheme(url, "s3://") && !after_scheme(url, "s3a://"))
+    return tm_error_set(err, TM_EUNSUPPORTED, "URL '%s': supplied keys are for s3:// stores only",
+                        url);
   if ((rest = after_scheme(url, "file:")) != NULL)
     return open_file_url(store_out, prefix_out, url, rest, err);
   if ((rest = after_scheme(url, "abfs://")) != NULL || (rest = after_scheme(url, "abfss://")) != NULL)
@@ -200,7 +209,7 @@ static int open_url(tm_objstore **store_out, char **prefix_out, const char *url,
     rc = tm_error_set(err, TM_EINVALID, "URL '%s': '//' after the bucket name", url);
   tm_objstore *s = NULL;
   if (rc == TM_OK && is_mem) rc = tm_objstore_mem_new(&s, bucket, err);
-  if (rc == TM_OK && is_s3) rc = tm_objstore_s3_new_from_params(&s, bucket, params, err);
+  if (rc == TM_OK && is_s3) rc = tm_objstore_s3_new_from_params(&s, bucket, params, creds, err);
   tm_free(bucket);
   if (rc < 0) {
     tm_free(prefix);

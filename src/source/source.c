@@ -118,7 +118,7 @@ static int check_fileset_params(const char *from, const tm_kv *params, tm_error 
 
 int tm_source_check_params(const char *from, const tm_kv *params, tm_error *err) {
   if (!from) return TM_OK;
-  if (tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(params, err);
+  if (tm_str_has_prefix(from, "iceberg:")) return tm_source__iceberg_check_params(from, params, err);
   if (tm_str_has_prefix(from, "glue:")) return tm_source__glue_check_params(params, err);
   if (tm_str_has_prefix(from, "file:") || tm_str_has_prefix(from, "s3://") ||
       tm_str_has_prefix(from, "s3a://") || tm_str_has_prefix(from, "abfs://") ||

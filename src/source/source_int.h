@@ -10,7 +10,8 @@
 int tm_source__open_fileset(tm_source **out, const tm_source_options *opts, tm_error *err)
     TM_WARN_UNUSED;
 /** iceberg:... tables. The params of an iceberg: source (tm_source_check_params). */
-int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
+int tm_source__iceberg_check_params(const char *from, const tm_kv *params,
+                                    tm_error *err) TM_WARN_UNUSED;
 int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_error *err)
     TM_WARN_UNUSED;
 /**

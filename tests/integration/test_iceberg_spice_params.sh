@@ -2,8 +2,9 @@
 # Spice's Iceberg params on a REST catalog that wants a bearer token (issue 17):
 # `iceberg_token: ${secrets:iceberg_token}` from a .env file loads the table
 # (it was accepted and then ignored: 401); a wrong token is a clear 401;
-# tidemark's old names, Spice params tidemark does not implement and unknown
-# params are refused by `tidemark config check` exactly as by a refresh.
+# tidemark's old names, Spice params tidemark does not implement, authentication
+# params that contradict each other and unknown params are refused by
+# `tidemark config check` exactly as by a refresh.
 source "$(dirname "$0")/lib.sh"
 
 tbl="$T/wh/sales/orders"
@@ -58,7 +59,11 @@ refused() {
   grep -q -- "$2" "$T/err" || fail "config check for [$1]: $(cat "$T/err")"
 }
 refused 'token: s3cret' "unknown param 'token' of the Iceberg connector: Spice's name is 'iceberg_token'"
-refused 'iceberg_oauth2_credential: "id:secret"' "param 'iceberg_oauth2_credential' is not supported"
+refused 'iceberg_s3_role_arn: "arn:aws:iam::1:role/r"' "param 'iceberg_s3_role_arn' is not supported"
+refused 'iceberg_token: a, iceberg_oauth2_credential: "id:secret"' "params 'iceberg_token' and 'iceberg_oauth2_credential' are two ways"
+refused 'iceberg_oauth2_scope: catalog' "param 'iceberg_oauth2_scope' needs iceberg_oauth2_credential"
+refused 'iceberg_signing_region: eu-west-1' "param 'iceberg_signing_region' needs iceberg_sigv4_enabled: true"
+refused 'iceberg_sigv4_enabled: yes' "param 'iceberg_sigv4_enabled': bad value 'yes' (allowed: true, false)"
 refused 'iceberg_s3_path_style_access: maybe' "bad value 'maybe' (allowed: true, false)"
 refused 'nope: 1' "unknown param 'nope' of the Iceberg connector (allowed: iceberg_token"
 refused 'iceberg_token: "${secrets:no_such_secret_tm}"' "secret '\${secrets:no_such_secret_tm}' not found"

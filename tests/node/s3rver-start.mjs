@@ -13,7 +13,9 @@
 // Usage (s3rver's continuation tokens use DES, which OpenSSL 3 only offers
 // through its legacy provider; without it, listings past 1,000 keys fail):
 //   node --openssl-legacy-provider s3rver-start.mjs --dir DIR [--buckets a,b]
-//        [--key K --secret S] [--no-verify] [--port N]
+//        [--key K --secret S [--session-token T]] [--no-verify] [--port N]
+// With --session-token every request must carry (and sign) x-amz-security-token T,
+// as S3 wants for temporary credentials.
 // Prints "port N" on stdout once both servers listen, then reads commands,
 // one per line, on stdin, answering each with one line on stdout:
 //   fail STATUS COUNT      the next COUNT requests get STATUS with an S3 error body
@@ -21,6 +23,8 @@
 //   reset COUNT            the next COUNT requests have their connection reset
 //   cut COUNT BYTES        the next COUNT GET bodies stop after BYTES bytes (connection dropped)
 //   ignore-range COUNT     the next COUNT requests lose their Range header (200, whole object)
+//   keys K S [T]           from now on only key K with secret S (and session token T) is accepted
+//   delay MS COUNT         the next COUNT requests are answered MS milliseconds late
 //   stats                  "stats requests=N body_bytes=M signature_failures=F" (since start)
 //   clear                  cancels pending faults
 // Exits cleanly on SIGTERM, SIGINT or when stdin closes.
@@ -45,6 +49,7 @@ function parseArgs(argv) {
     else if (a === '--buckets') o.buckets = next().split(',').filter(Boolean);
     else if (a === '--key') o.key = next();
     else if (a === '--secret') o.secret = next();
+    else if (a === '--session-token') o.token = next();
     else if (a === '--no-verify') o.verify = false;
     else if (a === '--port') o.port = Number(next());
     else throw new Error(`unknown argument ${a}`);
@@ -62,7 +67,7 @@ try {
   console.error('s3rver-start.mjs: DES is unavailable; run node with --openssl-legacy-provider');
   process.exit(2);
 }
-const faults = { fail: [], stall: 0, reset: 0, cut: [], ignoreRange: 0 };
+const faults = { fail: [], stall: 0, reset: 0, cut: [], ignoreRange: 0, delay: [] };
 const stats = { requests: 0, bodyBytes: 0, signatureFailures: 0 };
 const stalled = new Set();
 
@@ -140,6 +145,9 @@ function verify(req, body) {
   const signedHeaders = signedList.split(';');
   if (!signedHeaders.includes('host') || !signedHeaders.includes('x-amz-date'))
     return ['AccessDenied', 'host and x-amz-date must be signed'];
+  if (opts.token && (req.headers['x-amz-security-token'] !== opts.token ||
+                     !signedHeaders.includes('x-amz-security-token')))
+    return ['InvalidToken', 'The provided token is malformed or otherwise invalid.'];
   const payloadHash = req.headers['x-amz-content-sha256'];
   if (!payloadHash) return ['InvalidRequest', 'Missing required header for this request: x-amz-content-sha256'];
   if (payloadHash !== 'UNSIGNED-PAYLOAD' && payloadHash !== sha256(body))
@@ -193,8 +201,9 @@ const proxy = http.createServer((req, res) => {
     return;
   }
   const chunks = [];
+  const delayMs = faults.delay.length > 0 ? faults.delay.shift() : 0;
   req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
+  req.on('end', () => setTimeout(() => {
     const body = Buffer.concat(chunks);
     if (faults.fail.length > 0) {
       const status = faults.fail.shift();
@@ -239,7 +248,7 @@ const proxy = http.createServer((req, res) => {
     );
     fwd.on('error', (e) => s3Error(res, 502, 'BadGateway', String(e.message)));
     fwd.end(body);
-  });
+  }, delayMs));
 });
 proxy.keepAliveTimeout = 30000;
 await new Promise((resolve, reject) => {
@@ -264,14 +273,21 @@ process.on('SIGINT', shutdown);
 
 const rl = readline.createInterface({ input: process.stdin });
 rl.on('line', (line) => {
-  const [cmd, a, b] = line.trim().split(/\s+/);
+  const [cmd, a, b, c] = line.trim().split(/\s+/);
   const n = Number(a);
   if (cmd === 'fail') for (let i = 0; i < Number(b); i++) faults.fail.push(n);
   else if (cmd === 'stall') faults.stall += n;
   else if (cmd === 'reset') faults.reset += n;
   else if (cmd === 'cut') for (let i = 0; i < n; i++) faults.cut.push(Number(b));
   else if (cmd === 'ignore-range') faults.ignoreRange += n;
-  else if (cmd === 'clear') Object.assign(faults, { fail: [], stall: 0, reset: 0, cut: [], ignoreRange: 0 });
+  else if (cmd === 'delay') for (let i = 0; i < Number(b); i++) faults.delay.push(n);
+  else if (cmd === 'keys') {
+    opts.key = a;
+    opts.secret = b;
+    opts.token = c;
+    AWSAccount.DUMMY_ACCOUNT.createKeyPair(a, b);
+  }
+  else if (cmd === 'clear') Object.assign(faults, { fail: [], stall: 0, reset: 0, cut: [], ignoreRange: 0, delay: [] });
   else if (cmd === 'stats') {
     process.stdout.write(`stats requests=${stats.requests} body_bytes=${stats.bodyBytes} signature_failures=${stats.signatureFailures}\n`);
     return;

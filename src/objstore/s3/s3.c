@@ -39,9 +39,15 @@ void tm_s3_options_init(tm_s3_options *o) {
 }
 
 static int s3_stat(tm_objstore *base, const char *key, tm_obj_stat *out, tm_error *err) {
-  tm_s3_req req = {0};
-  req.http.backend = &req;
-  return tm_http__stat(&((tm_s3_store *)base)->http, &req.http, key, out, err);
+  tm_s3_store *s = (tm_s3_store *)base;
+  for (int attempt = 0;; attempt++) {
+    tm_s3_denial d = {"", false};
+    tm_s3_req req = {0};
+    req.http.backend = &req;
+    req.denial = &d;
+    int rc = tm_http__stat(&s->http, &req.http, key, out, err);
+    if (attempt > 0 || !tm_s3__renew_after_denial(s, &d, rc, err)) return rc;
+  }
 }
 
 typedef struct list_ctx {
@@ -60,13 +66,20 @@ static int list_page(void *payload, const char *token, tm_obj_list *items, char 
   q[nq++] = (tm_sigv4_kv){"encoding-type", "url"};
   if (*c->prefix) q[nq++] = (tm_sigv4_kv){"prefix", c->prefix};
   if (token) q[nq++] = (tm_sigv4_kv){"continuation-token", token};
-  tm_s3_req req = {0};
-  req.http.method = "GET";
-  req.http.body_out = &c->body;
-  req.query = q;
-  req.n_query = nq;
-  tm_http_resp resp;
-  TM_TRY(tm_s3__perform(c->s, &req, NULL, 0, &resp, err));
+  for (int attempt = 0;; attempt++) {
+    tm_s3_denial d = {"", false};
+    tm_s3_req req = {0};
+    req.http.method = "GET";
+    req.http.body_out = &c->body;
+    req.query = q;
+    req.n_query = nq;
+    req.denial = &d;
+    tm_buf_clear(&c->body);
+    tm_http_resp resp;
+    int prc = tm_s3__perform(c->s, &req, NULL, 0, &resp, err);
+    if (prc == TM_OK) break;
+    if (attempt > 0 || !tm_s3__renew_after_denial(c->s, &d, prc, err)) return prc;
+  }
   tm_s3_list_page page;
   tm_s3_list_page_init(&page);
   int rc = tm_s3__parse_list(&page, c->body.ptr ? c->body.ptr : "", c->body.len, err);
@@ -92,12 +105,31 @@ static int s3_list(tm_objstore *base, const char *prefix, tm_objstore_list_fn fn
   return rc;
 }
 
+/* Counts what a get delivered, so that a renewal retries only a get that delivered nothing. */
+typedef struct counting_sink {
+  tm_objstore_sink_fn sink;
+  void *payload;
+  uint64_t delivered;
+} counting_sink;
+
+static int count_bytes(const void *data, size_t len, void *payload, tm_error *err) {
+  counting_sink *c = payload;
+  c->delivered += len;
+  return c->sink(data, len, c->payload, err);
+}
+
 static int s3_get(tm_objstore *base, const char *key, uint64_t off, uint64_t len,
                   tm_objstore_sink_fn sink, void *payload, tm_error *err) {
-  tm_s3_req req = {0};
-  req.http.backend = &req;
-  return tm_http__get(&((tm_s3_store *)base)->http, &req.http, key, off, len, sink, payload,
-                      err);
+  tm_s3_store *s = (tm_s3_store *)base;
+  counting_sink cs = {sink, payload, 0};
+  for (int attempt = 0;; attempt++) {
+    tm_s3_denial d = {"", false};
+    tm_s3_req req = {0};
+    req.http.backend = &req;
+    req.denial = &d;
+    int rc = tm_http__get(&s->http, &req.http, key, off, len, count_bytes, &cs, err);
+    if (attempt > 0 || cs.delivered > 0 || !tm_s3__renew_after_denial(s, &d, rc, err)) return rc;
+  }
 }
 
 static int s3_put(tm_objstore *base, const char *key, tm_input *body, unsigned flags,
@@ -177,6 +209,9 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
   if (o->credential_chain && (has_key || (o->session_token && *o->session_token)))
     return tm_error_set(err, TM_EINVALID, "s3 store for bucket '%s': the credential chain takes "
                         "no s3_key, s3_secret or s3_session_token", o->bucket);
+  if (o->creds.fn && (has_key || o->credential_chain || (o->session_token && *o->session_token)))
+    return tm_error_set(err, TM_EINVALID, "s3 store for bucket '%s': keys supplied by a provider "
+                        "take no s3_key, s3_secret, s3_session_token or s3_auth", o->bucket);
   tm_http_options ho;
   tm_http_options_init(&ho);
   ho.max_retries = o->max_retries;
@@ -241,6 +276,7 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *o, tm_error *err)
   s->access_key = dup_or_null(o->access_key);
   s->secret_key = dup_or_null(o->secret_key);
   s->session_token = dup_or_null(o->session_token);
+  s->creds = o->creds;
   if (o->credential_chain && (rc = tm_aws_chain_new(&s->chain, err)) != TM_OK) {
     tm_free(authority);
     tm_free(basepath);
@@ -293,7 +329,8 @@ static const char *env(const char *name) {
  * else unsigned. iam_role: the AWS default credential chain (awscreds.h),
  * with no keys in params.
  */
-static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
+static int read_params(tm_s3_options *o, const tm_kv *params, const tm_objstore_creds *creds,
+                       tm_error *err) {
   for (size_t i = 0; params && i < params->len; i++) {
     const char *k = params->items[i].key;
     if (strncmp(k, "s3_", 3) != 0) continue;
@@ -316,7 +353,12 @@ static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
   o->secret_key = param(params, "s3_secret");
   o->session_token = param(params, "s3_session_token");
   const char *auth = param(params, "s3_auth");
-  if (auth && strcmp(auth, "public") == 0) {
+  if (creds && creds->fn) {
+    if (o->access_key || o->secret_key || o->session_token || auth)
+      return tm_error_set(err, TM_EINVALID, "keys supplied by the table's catalog take no s3_key, "
+                          "s3_secret, s3_session_token or s3_auth");
+    o->creds = *creds;
+  } else if (auth && strcmp(auth, "public") == 0) {
     if (o->access_key || o->secret_key)
       return tm_error_set(err, TM_EINVALID, "param s3_auth: public takes no s3_key or s3_secret");
     o->session_token = NULL;
@@ -360,10 +402,10 @@ static int read_params(tm_s3_options *o, const tm_kv *params, tm_error *err) {
 }
 
 int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
-                                   tm_error *err) {
+                                   const tm_objstore_creds *creds, tm_error *err) {
   tm_s3_options o;
   tm_s3_options_init(&o);
   o.bucket = bucket;
-  TM_TRY(read_params(&o, params, err));
+  TM_TRY(read_params(&o, params, creds, err));
   return tm_objstore_s3_new(out, &o, err);
 }

@@ -51,6 +51,7 @@ typedef struct tm_s3_options {
   int64_t request_timeout_ms; /* whole request; 0 (default): none, see stall_timeout_ms */
   int64_t stall_timeout_ms;   /* no byte received for this long fails the request; default 30000 */
   int max_idle_handles;       /* idle connections kept for reuse; default 16 */
+  tm_objstore_creds creds;    /* fn set: keys come from it per request (objstore.h); no keys then */
 } tm_s3_options;
 
 #define TM_S3_OPTIONS_VERSION 1
@@ -70,10 +71,13 @@ int tm_objstore_s3_new(tm_objstore **out, const tm_s3_options *opts, tm_error *e
  * s3_auth, s3_key, s3_secret, s3_session_token, s3_url_style, allow_http,
  * client_timeout) and the
  * AWS_* environment variables, as tm_objstore_open_url documents. params
- * may be NULL. TM_EINVALID for an unknown s3_* param or a bad value.
+ * may be NULL. creds (may be NULL) supplies the keys instead
+ * (tm_objstore_open_url_creds): params then must not name any, and the
+ * AWS_* keys are not read. TM_EINVALID for an unknown s3_* param or a bad
+ * value.
  */
 int tm_objstore_s3_new_from_params(tm_objstore **out, const char *bucket, const tm_kv *params,
-                                   tm_error *err) TM_WARN_UNUSED;
+                                   const tm_objstore_creds *creds, tm_error *err) TM_WARN_UNUSED;
 
 /** New connections the store has opened (for tests of connection reuse). */
 uint64_t tm_objstore_s3_connections(tm_objstore *s);

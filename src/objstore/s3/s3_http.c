@@ -26,16 +26,18 @@ static int s3_prepare(tm_http_client *c, const tm_http_req *hreq, const tm_http_
   const char *access_key = s->access_key, *secret_key = s->secret_key;
   const char *session_token = s->session_token;
   int rc;
-  if (s->chain) {
+  if (s->chain || s->creds.fn) {
     if (!(creds = tm_malloc(sizeof *creds))) return tm_error_nomem(err);
-    rc = tm_aws_chain_get(s->chain, creds, err);
+    rc = s->chain ? tm_aws_chain_get(s->chain, creds, err)
+                  : s->creds.fn(s->creds.payload, NULL, creds, err);
     if (rc != TM_OK) {
       tm_free(creds);
       return rc;
     }
-    access_key = creds->access_key;
+    access_key = creds->access_key[0] ? creds->access_key : NULL;
     secret_key = creds->secret_key;
     session_token = creds->session_token[0] ? creds->session_token : NULL;
+    if (req->denial) snprintf(req->denial->key, sizeof req->denial->key, "%s", creds->access_key);
   }
   /* Path: prefix + "/" + key, or the prefix alone (bucket requests). */
   TM_CHECK(tm_buf_puts(&raw_path, s->path_prefix, err));
@@ -110,6 +112,11 @@ static int s3_fail(tm_http_client *c, const tm_http_req *req, const tm_http_fail
                         "%s: redirected (%s); check s3_endpoint, s3_region and s3_url_style", obj,
                         f->detail);
   if (st == 403) {
+    const tm_s3_req *sreq = req->backend;
+    if (sreq && sreq->denial) sreq->denial->denied = true;
+    if (s->creds.fn)
+      return tm_error_set(err, TM_EIO, "%s: access denied (%s) to the credentials the table's "
+                          "catalog supplied", obj, f->detail);
     if (s->chain)
       return tm_error_set(err, TM_EIO, "%s: access denied (%s) to the keys of the AWS credential "
                           "chain (s3_auth: iam_role)", obj, f->detail);
@@ -133,6 +140,26 @@ static const tm_http_backend k_s3_backend = {"x-amz-bucket-region", NULL, s3_pre
                                              s3_transient, s3_fail};
 
 const tm_http_backend *tm_s3__http_backend(void) { return &k_s3_backend; }
+
+bool tm_s3__renew_after_denial(tm_s3_store *s, const tm_s3_denial *d, int rc, tm_error *err) {
+  if (rc != TM_EIO || !d->denied || !s->creds.fn) return false;
+  tm_aws_creds *fresh = tm_malloc(sizeof *fresh);
+  if (!fresh) {
+    tm_error_nomem(err);
+    return false;
+  }
+  tm_error e;
+  tm_error_init(&e);
+  int r = s->creds.fn(s->creds.payload, d->key, fresh, &e);
+  memset(fresh, 0, sizeof *fresh);
+  tm_free(fresh);
+  if (r == TM_OK) return true;
+  if (err) {
+    size_t n = strlen(err->message);
+    snprintf(err->message + n, sizeof err->message - n, "; renewing them: %s", e.message);
+  }
+  return false;
+}
 
 int tm_s3__perform(tm_s3_store *s, tm_s3_req *req, const long *ok_statuses, size_t n_ok,
                    tm_http_resp *resp, tm_error *err) {

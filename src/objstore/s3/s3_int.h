@@ -73,9 +73,20 @@ typedef struct tm_s3_store {
   char *secret_key;
   char *session_token; /* NULL: none */
   tm_aws_chain *chain; /* owned; set: keys come from it per request (s3_auth: iam_role) */
+  tm_objstore_creds creds; /* fn set: keys come from it per request (vended credentials) */
   tm_s3_options opts;  /* numbers only; its string pointers are not used after creation */
   tm_http_client http; /* pool, retries */
 } tm_s3_store;
+
+/**
+ * What a request learnt about its keys, for one renewal after a 403 with
+ * keys from a provider (tm_objstore_creds): the access key the last attempt
+ * was signed with, and whether the store answered 403.
+ */
+typedef struct tm_s3_denial {
+  char key[256]; /* the provider's access key of the last attempt ("" when none) */
+  bool denied;   /* the final answer was 403 */
+} tm_s3_denial;
 
 /** One logical request: the shared part, and what SigV4 signs besides it. */
 typedef struct tm_s3_req {
@@ -83,10 +94,19 @@ typedef struct tm_s3_req {
   const tm_sigv4_kv *query;  /* raw names and values */
   size_t n_query;
   const char *upload_sha256; /* hex, with an upload */
+  tm_s3_denial *denial;      /* written by prepare and fail when set (reads with a provider) */
 } tm_s3_req;
 
 /** The shared client's callbacks for S3 (s3_http.c). */
 const tm_http_backend *tm_s3__http_backend(void);
+
+/**
+ * After a read failed with rc: when it was a 403 with keys from the store's
+ * provider, asks the provider for fresh keys (denied_key: the refused one)
+ * and returns true (retry once). A provider error is added to err's message
+ * and returns false.
+ */
+bool tm_s3__renew_after_denial(tm_s3_store *s, const tm_s3_denial *d, int rc, tm_error *err);
 
 /** Performs req through s->http (tm_http__perform). */
 int tm_s3__perform(tm_s3_store *s, tm_s3_req *req, const long *ok_statuses, size_t n_ok,

@@ -8,7 +8,13 @@
  *   iceberg:s3://BUCKET/PATH                 the same on S3
  *   iceberg:http[s]://HOST/v1/[PREFIX/]namespaces/NS/tables/T   a REST catalog
  * Params (Spice's names, tm_source__iceberg_check_params): metadata_path
- * (an explicit metadata file), iceberg_token and iceberg_warehouse (REST),
+ * (an explicit metadata file), iceberg_warehouse (REST) and the REST
+ * catalog's authentication, one of iceberg_token, iceberg_oauth2_credential
+ * (+ iceberg_oauth2_scope, iceberg_oauth2_server_url) or
+ * iceberg_sigv4_enabled (+ iceberg_signing_region, iceberg_signing_name;
+ * keys: iceberg_s3_access_key_id, iceberg_s3_secret_access_key,
+ * iceberg_s3_session_token, else the AWS chain; on by default for a
+ * glue.REGION.amazonaws.com catalog, as Spice), see iceberg_rest.h;
  * iceberg_s3_* (S3 params for the table's files: Spice's access_key_id,
  * secret_access_key, session_token, region, endpoint, path_style_access;
  * any other iceberg_s3_X is read as the s3_X param), s3_* for an s3://
@@ -16,12 +22,21 @@
  * writer recorded: the prefix as written, and where it really is; default:
  * the table's location field -> the table folder).
  *
+ * A REST table's files on S3 use what loadTable's answer gives for them
+ * (iceberg_rest_s3_settings: s3.endpoint, s3.region, s3.path-style-access
+ * unless the params set them; vended keys unless the params give keys or
+ * s3_auth, as iceberg-rust lets local properties win). Vended keys reach the
+ * store through a provider (objstore.h) that loads the table again when they
+ * are about to expire (s3.session-token-expires-at-ms) or S3 refuses them.
+ *
  * describe() reads the current metadata (one metadata file, SPEC B3); the
  * snapshot list comes from it without reading any manifest. Scans plan with
  * the format layer: the current table (or as of a snapshot) with delete
  * files, or what each listed snapshot added (B4); data files are read as
  * batches in the table's current schema, columns matched by field id (B14).
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,18 +50,33 @@
 #include "source/source_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define MAX_STORES 8
 
 typedef enum ice_kind { ICE_FILE = 0, ICE_S3, ICE_REST } ice_kind;
 
+typedef struct ice_source ice_source;
+
+/* The vended S3 keys of one store, renewed by loading the table again (thread-safe). */
+typedef struct vend_slot {
+  ice_source *s;        /* view: the source (its REST settings never change after open) */
+  char *root;           /* owned: "s3://bucket/" */
+  pthread_mutex_t mu;   /* guards the fields below */
+  bool have;            /* creds hold keys */
+  tm_aws_creds creds;   /* the current keys; expires_ms 0: no expiry given */
+  int64_t loaded_ms;    /* when creds were loaded */
+  char source[160];     /* where they came from, for messages */
+} vend_slot;
+
 /* A store for the files under one URL root ("s3://bucket/"), opened on first use. */
 typedef struct store_slot {
   char *root;         /* owned: "s3://bucket/" */
   tm_objstore *store; /* owned */
+  vend_slot *vend;    /* owned, or NULL: the store's keys come from params */
 } store_slot;
 
-typedef struct ice_source {
+struct ice_source {
   tm_source base;
   ice_kind kind;
   char *root;              /* owned: table folder (local path) or s3://bucket/path; NULL for REST */
@@ -62,16 +92,214 @@ typedef struct ice_source {
   tm_iceberg_io io;        /* ours: local paths go to `local`, URLs to stores */
   tm_iceberg_io local;     /* the local file system (iceberg_local.h) */
   tm_iceberg_table *table; /* owned; the metadata describe() read */
-} ice_source;
+  tm_iceberg_rest_auth *auth; /* owned (REST): how catalog requests authenticate */
+  bool user_s3_keys;       /* the params give S3 keys or s3_auth: vended keys are not used */
+  pthread_mutex_t rest_mu; /* guards rest_last */
+  tm_iceberg_rest_table rest_last; /* the last loadTable answer (config, storage credentials) */
+  bool has_rest_last;
+};
 
 /* ---- file io over local files and object stores ------------------------------ */
 
 static bool is_url(const char *p) { return strstr(p, "://") != NULL; }
 
 
+/* ---- REST catalogs: loading, and the keys they vend ------------------------------ */
+
+/* Loads the table from the catalog into *out (initialised here; tm_iceberg_rest_table_dispose). */
+static int rest_load(ice_source *s, tm_iceberg_rest_table *out, tm_error *err) {
+  char *base = NULL, *prefix = NULL, *ns = NULL, *table = NULL;
+  memset(out, 0, sizeof *out);
+  tm_kv_init(&out->config);
+  int rc = tm_iceberg_rest_parse_url(s->rest_url, &base, &prefix, &ns, &table, err);
+  if (rc == TM_OK) {
+    tm_iceberg_rest_options ro = TM_ICEBERG_REST_OPTIONS_INIT;
+    ro.base_url = base;
+    ro.warehouse = tm_kv_get(&s->rest_params, "iceberg_warehouse");
+    ro.auth = s->auth;
+    ro.vended_credentials = !s->user_s3_keys;
+    rc = tm_iceberg_rest_load_table(&ro, prefix, ns, table, out, err);
+  }
+  tm_free(base);
+  tm_free(prefix);
+  tm_free(ns);
+  tm_free(table);
+  return rc;
+}
+
+/* When keys expiring at expires_ms (loaded at loaded_ms) should be renewed: a fifth of their
+ * lifetime early, at most a minute. */
+static int64_t renew_at(int64_t loaded_ms, int64_t expires_ms) {
+  int64_t life = expires_ms - loaded_ms, margin = life / 5 < 60000 ? life / 5 : 60000;
+  return life > 0 ? expires_ms - margin : expires_ms;
+}
+
+/*
+ * Loads the table again for v's keys. refused: the keys S3 just refused (the
+ * new ones must differ), or NULL. Called with v->mu held.
+ */
+static int vend_reload(vend_slot *v, const tm_aws_creds *refused, tm_error *err) {
+  ice_source *s = v->s;
+  tm_iceberg_rest_table rt;
+  tm_iceberg_rest_s3 *st = tm_calloc(1, sizeof *st);
+  if (!st) return tm_error_nomem(err);
+  int rc = rest_load(s, &rt, err);
+  if (rc == TM_OK) rc = tm_iceberg_rest_s3_settings(&rt, v->root, st, err);
+  int64_t now = tm_now_ms();
+  const tm_aws_creds *c = &st->creds;
+  if (rc == TM_OK && !c->access_key[0]) {
+    rc = tm_error_set(err, TM_EIO, "%s: the catalog vended no S3 credentials for %s (the files "
+                      "need keys: set iceberg_s3_access_key_id and iceberg_s3_secret_access_key, "
+                      "or s3_auth)", s->rest_url, v->root);
+  } else if (rc == TM_OK && c->expires_ms && c->expires_ms <= now) {
+    rc = tm_error_set(err, TM_EIO, "%s: the catalog vended S3 credentials for %s that expired "
+                      "%lld ms ago (%s)", s->rest_url, v->root,
+                      (long long)(now - c->expires_ms), st->source);
+  } else if (rc == TM_OK && refused && !strcmp(refused->access_key, c->access_key) &&
+             !strcmp(refused->secret_key, c->secret_key) &&
+             !strcmp(refused->session_token, c->session_token)) {
+    rc = tm_error_set(err, TM_EIO, "%s: S3 refused the credentials the catalog vends for %s, and "
+                      "the catalog gives the same ones again", s->rest_url, v->root);
+  }
+  if (rc == TM_OK) {
+    v->creds = *c;
+    v->have = true;
+    v->loaded_ms = now;
+    snprintf(v->source, sizeof v->source, "%s", st->source);
+    tm_log(TM_LOG_DEBUG, s->base.name, "S3 credentials for %s vended by the catalog (%s)%s",
+           v->root, st->source, c->expires_ms ? ", with an expiry" : "");
+  }
+  memset(st, 0, sizeof *st);
+  tm_free(st);
+  tm_iceberg_rest_table_dispose(&rt);
+  return rc;
+}
+
+/* The store's key provider (tm_objstore_creds_fn): v's keys, renewed when needed. */
+static int vend_creds(void *payload, const char *denied_key, tm_aws_creds *out, tm_error *err) {
+  vend_slot *v = payload;
+  pthread_mutex_lock(&v->mu);
+  int64_t now = tm_now_ms();
+  bool refused = denied_key && v->have && strcmp(denied_key, v->creds.access_key) == 0;
+  bool stale = v->have && v->creds.expires_ms && now >= renew_at(v->loaded_ms, v->creds.expires_ms);
+  int rc = TM_OK;
+  if (!v->have || refused || stale) {
+    tm_log(TM_LOG_INFO, v->s->base.name, "loading the table again for the S3 credentials of %s "
+           "(%s)", v->root, !v->have ? "none held" : refused ? "S3 refused them" : "they expire soon");
+    tm_aws_creds *old = refused ? tm_malloc(sizeof *old) : NULL;
+    if (refused && !old) rc = tm_error_nomem(err);
+    if (old) *old = v->creds;
+    if (rc == TM_OK) rc = vend_reload(v, old, err);
+    if (old) {
+      memset(old, 0, sizeof *old);
+      tm_free(old);
+    }
+    if (rc < 0 && stale && !refused && now < v->creds.expires_ms) {
+      tm_log(TM_LOG_WARN, v->s->base.name, "renewing the S3 credentials of %s: %s; the current "
+             "ones are still valid", v->root, err ? err->message : "failed");
+      rc = TM_OK;
+    }
+  }
+  if (rc == TM_OK) *out = v->creds;
+  pthread_mutex_unlock(&v->mu);
+  return rc;
+}
+
+static void vend_free(vend_slot *v) {
+  if (!v) return;
+  pthread_mutex_destroy(&v->mu);
+  tm_free(v->root);
+  memset(&v->creds, 0, sizeof v->creds);
+  tm_free(v);
+}
+
+/*
+ * Keeps a loadTable answer for the stores opened later, and hands the keys
+ * it vends to the stores already open (describe loads the table at every
+ * refresh, so their keys are renewed then too). TM_ECORRUPT when the answer's
+ * S3 settings are malformed.
+ */
+static int rest_keep(ice_source *s, tm_iceberg_rest_table *rt, tm_error *err) {
+  tm_iceberg_rest_s3 *st = tm_calloc(1, sizeof *st);
+  if (!st) return tm_error_nomem(err);
+  int rc = TM_OK;
+  for (size_t i = 0; rc == TM_OK && i < s->n_stores; i++) {
+    vend_slot *v = s->stores[i].vend;
+    if (!v) continue;
+    rc = tm_iceberg_rest_s3_settings(rt, v->root, st, err);
+    if (rc < 0) break;
+    pthread_mutex_lock(&v->mu);
+    v->have = st->creds.access_key[0] != '\0';
+    if (v->have) {
+      v->creds = st->creds;
+      v->loaded_ms = tm_now_ms();
+      snprintf(v->source, sizeof v->source, "%s", st->source);
+    }
+    pthread_mutex_unlock(&v->mu);
+  }
+  memset(st, 0, sizeof *st);
+  tm_free(st);
+  if (rc < 0) return rc;
+  pthread_mutex_lock(&s->rest_mu);
+  tm_iceberg_rest_table_dispose(&s->rest_last);
+  s->rest_last = *rt;
+  s->has_rest_last = true;
+  memset(rt, 0, sizeof *rt);
+  tm_kv_init(&rt->config);
+  pthread_mutex_unlock(&s->rest_mu);
+  return TM_OK;
+}
+
+/*
+ * The params of the store for root (an s3:// URL of a REST table's files):
+ * the dataset's, plus what the catalog's answer says unless the params say
+ * it. *vend_out: a provider slot when the catalog vends keys and the params
+ * give none (the caller owns it), else NULL. *from_catalog: the endpoint came
+ * from the catalog.
+ */
+static int rest_store_params(ice_source *s, const char *root, tm_kv *params, vend_slot **vend_out,
+                             bool *from_catalog, tm_error *err) {
+  *vend_out = NULL;
+  *from_catalog = false;
+  tm_iceberg_rest_s3 *st = tm_calloc(1, sizeof *st);
+  if (!st) return tm_error_nomem(err);
+  int rc = TM_OK;
+  pthread_mutex_lock(&s->rest_mu);
+  if (s->has_rest_last) rc = tm_iceberg_rest_s3_settings(&s->rest_last, root, st, err);
+  pthread_mutex_unlock(&s->rest_mu);
+  if (rc == TM_OK && st->endpoint[0] && !tm_kv_get(params, "s3_endpoint")) {
+    rc = tm_kv_set(params, "s3_endpoint", st->endpoint, err);
+    *from_catalog = true;
+  }
+  if (rc == TM_OK && st->region[0] && !tm_kv_get(params, "s3_region"))
+    rc = tm_kv_set(params, "s3_region", st->region, err);
+  if (rc == TM_OK && st->path_style >= 0 && !tm_kv_get(params, "s3_url_style"))
+    rc = tm_kv_set(params, "s3_url_style", st->path_style ? "path" : "virtual", err);
+  if (rc == TM_OK && st->creds.access_key[0] && !s->user_s3_keys) {
+    vend_slot *v = tm_calloc(1, sizeof *v);
+    if (!v || !(v->root = tm_strdup(root))) {
+      tm_free(v);
+      rc = tm_error_nomem(err);
+    } else {
+      pthread_mutex_init(&v->mu, NULL);
+      v->s = s;
+      v->have = true;
+      v->creds = st->creds;
+      v->loaded_ms = tm_now_ms();
+      snprintf(v->source, sizeof v->source, "%s", st->source);
+      tm_log(TM_LOG_DEBUG, s->base.name, "S3 credentials for %s vended by the catalog (%s)%s",
+             root, st->source, st->creds.expires_ms ? ", with an expiry" : "");
+      *vend_out = v;
+    }
+  }
+  memset(st, 0, sizeof *st);
+  tm_free(st);
+  return rc;
+}
+
 /* The store for url's bucket and the key inside it. */
 static int store_for(ice_source *s, const char *url, tm_objstore **store_out, const char **key_out,
-                     tm_error *err) {
+                     store_slot **slot_out, tm_error *err) {
   const char *scheme_end = strstr(url, "://");
   if (!scheme_end) return tm_error_set(err, TM_EINVALID, "not a URL: %s", url);
   const char *bucket = scheme_end + 3;
@@ -81,6 +309,7 @@ static int store_for(ice_source *s, const char *url, tm_objstore **store_out, co
     if (strlen(s->stores[i].root) == root_len && !strncmp(s->stores[i].root, url, root_len)) {
       *store_out = s->stores[i].store;
       *key_out = url + root_len;
+      if (slot_out) *slot_out = &s->stores[i];
       return TM_OK;
     }
   }
@@ -90,17 +319,33 @@ static int store_for(ice_source *s, const char *url, tm_objstore **store_out, co
   if (!root) return tm_error_nomem(err);
   char *prefix = NULL;
   tm_objstore *st = NULL;
-  int rc = tm_objstore_open_url(&st, &prefix, root, &s->s3_params, err);
+  vend_slot *vend = NULL;
+  bool from_catalog = false;
+  tm_kv params;
+  tm_kv_init(&params);
+  int rc = tm_kv_copy(&params, &s->s3_params, err);
+  if (rc == TM_OK && s->kind == ICE_REST &&
+      (tm_str_has_prefix(root, "s3://") || tm_str_has_prefix(root, "s3a://")))
+    rc = rest_store_params(s, root, &params, &vend, &from_catalog, err);
+  tm_objstore_creds creds = {vend_creds, vend};
+  if (rc == TM_OK)
+    rc = tm_objstore_open_url_creds(&st, &prefix, root, &params, vend ? &creds : NULL, err);
+  if (rc == TM_EINVALID && from_catalog)
+    tm_error_prefix(err, "%s: the S3 endpoint the catalog gives (s3.endpoint)", s->base.name);
+  tm_kv_dispose(&params);
   tm_free(prefix);
   if (rc < 0) {
+    vend_free(vend);
     tm_free(root);
     return rc;
   }
-  s->stores[s->n_stores].root = root;
-  s->stores[s->n_stores].store = st;
-  s->n_stores++;
+  store_slot *slot = &s->stores[s->n_stores++];
+  slot->root = root;
+  slot->store = st;
+  slot->vend = vend;
   *store_out = st;
   *key_out = url + root_len;
+  if (slot_out) *slot_out = slot;
   return TM_OK;
 }
 
@@ -109,8 +354,15 @@ static int io_open(void *payload, const char *path, tm_input **out, tm_error *er
   if (is_url(path) && !tm_str_has_prefix(path, "file:")) {
     tm_objstore *st;
     const char *key;
-    TM_TRY(store_for(s, path, &st, &key, err));
-    return tm_objstore_open_input(st, key, TM_OBJ_SIZE_UNKNOWN, out, err);
+    store_slot *slot = NULL;
+    TM_TRY(store_for(s, path, &st, &key, &slot, err));
+    int rc = tm_objstore_open_input(st, key, TM_OBJ_SIZE_UNKNOWN, out, err);
+    if (rc == TM_EIO && s->kind == ICE_REST && !s->user_s3_keys && !slot->vend && err) {
+      size_t n = strlen(err->message);
+      snprintf(err->message + n, sizeof err->message - n, " (the catalog vended no credentials "
+               "for these files)");
+    }
+    return rc;
   }
   return s->local.open(s->local.payload, path, out, err);
 }
@@ -140,7 +392,7 @@ static int io_list(void *payload, const char *dir, tm_iceberg_list_fn fn, void *
   if (is_url(dir) && !tm_str_has_prefix(dir, "file:")) {
     tm_objstore *st;
     const char *key;
-    TM_TRY(store_for(s, dir, &st, &key, err));
+    TM_TRY(store_for(s, dir, &st, &key, NULL, err));
     char *prefix = tm_asprintf("%s%s", key, key[0] && key[strlen(key) - 1] != '/' ? "/" : "");
     if (!prefix) return tm_error_nomem(err);
     list_payload lp = {prefix, fn, ctx, 0};
@@ -171,26 +423,18 @@ static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
       tm_error_prefix(err, "%s: the Iceberg table is unavailable", s->base.name);
     return rc == TM_ENOTFOUND || rc == TM_EIO ? TM_EUNAVAILABLE : rc;
   }
-  char *base = NULL, *prefix = NULL, *ns = NULL, *table = NULL;
   tm_iceberg_rest_table rt;
-  memset(&rt, 0, sizeof rt);
-  int rc = tm_iceberg_rest_parse_url(s->rest_url, &base, &prefix, &ns, &table, err);
-  if (rc == TM_OK) {
-    tm_iceberg_rest_options ro = TM_ICEBERG_REST_OPTIONS_INIT;
-    ro.base_url = base;
-    ro.token = tm_kv_get(&s->rest_params, "iceberg_token");
-    ro.warehouse = tm_kv_get(&s->rest_params, "iceberg_warehouse");
-    rc = tm_iceberg_rest_load_table(&ro, prefix, ns, table, &rt, err);
-  }
+  int rc = rest_load(s, &rt, err);
   if (rc == TM_OK && !tm_iceberg_table_unchanged(s->table, rt.metadata_json, rt.metadata_len,
                                                   rt.metadata_location))
     rc = tm_iceberg_table_from_json(out, &s->io, rt.metadata_json, rt.metadata_len,
                                     rt.metadata_location, &o, err);
+  if (rc == TM_OK) rc = rest_keep(s, &rt, err);
+  if (rc < 0 && *out) {
+    tm_iceberg_table_free(*out);
+    *out = NULL;
+  }
   tm_iceberg_rest_table_dispose(&rt);
-  tm_free(base);
-  tm_free(prefix);
-  tm_free(ns);
-  tm_free(table);
   return rc;
 }
 
@@ -410,8 +654,12 @@ static void ice_free(tm_source *src) {
   tm_iceberg_table_free(s->table);
   for (size_t i = 0; i < s->n_stores; i++) {
     tm_objstore_free(s->stores[i].store);
+    vend_free(s->stores[i].vend);
     tm_free(s->stores[i].root);
   }
+  tm_iceberg_rest_auth_free(s->auth);
+  tm_iceberg_rest_table_dispose(&s->rest_last);
+  pthread_mutex_destroy(&s->rest_mu);
   tm_free(s->root);
   tm_free(s->metadata_location);
   tm_free(s->location_from);
@@ -455,8 +703,6 @@ static char *absolute(const char *p, const char *base_dir) {
 
 /* Spice's Iceberg params that tidemark does not implement: refused by name. */
 static const char *const k_ice_unsupported[] = {
-    "iceberg_oauth2_credential", "iceberg_oauth2_scope", "iceberg_oauth2_server_url",
-    "iceberg_sigv4_enabled", "iceberg_signing_region", "iceberg_signing_name",
     "iceberg_s3_role_arn", "iceberg_s3_role_session_name", "iceberg_s3_iam_role_source",
     "iceberg_s3_connect_timeout", NULL};
 
@@ -467,9 +713,85 @@ static const char *const k_ice_s3_names[][2] = {
     {"iceberg_s3_path_style_access", "s3_url_style"}, /* true: path, false: virtual */
 };
 
-int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
+/* "glue.REGION.amazonaws.com" in a REST table URL: its region (Spice turns SigV4 on there). */
+static bool glue_host_region(const char *url, char *region, size_t cap) {
+  const char *p = tm_str_has_prefix(url, "iceberg:") ? url + 8 : url;
+  p = tm_str_has_prefix(p, "https://") ? p + 8 : tm_str_has_prefix(p, "http://") ? p + 7 : NULL;
+  if (!p || !tm_str_has_prefix(p, "glue.")) return false;
+  size_t host = strcspn(p, ":/?#");
+  const char *suffix = ".amazonaws.com";
+  size_t sl = strlen(suffix);
+  if (host <= 5 + sl || strncmp(p + host - sl, suffix, sl) != 0) return false;
+  size_t n = host - 5 - sl;
+  if (n >= cap) return false;
+  memcpy(region, p + 5, n);
+  region[n] = '\0';
+  return true;
+}
+
+/*
+ * Whether a REST table's requests are signed with SigV4: iceberg_sigv4_enabled,
+ * else on for an AWS Glue catalog URL (as Spice). region_out: the default
+ * signing region (the Glue URL's, else "").
+ */
+static bool sigv4_on(const char *from, const tm_kv *params, char *region_out, size_t cap) {
+  region_out[0] = '\0';
+  bool glue = from && glue_host_region(from, region_out, cap);
+  const char *v = params ? tm_kv_get(params, "iceberg_sigv4_enabled") : NULL;
+  return v ? strcmp(v, "true") == 0 : glue;
+}
+
+/* The REST catalog's authentication params, checked together (one method at a time). */
+static int check_auth_params(const char *from, const tm_kv *params, tm_error *err) {
+  const char *token = tm_kv_get(params, "iceberg_token");
+  const char *cred = tm_kv_get(params, "iceberg_oauth2_credential");
+  const char *sv = tm_kv_get(params, "iceberg_sigv4_enabled");
+  if (sv && strcmp(sv, "true") != 0 && strcmp(sv, "false") != 0)
+    return tm_error_set(err, TM_EINVALID, "param 'iceberg_sigv4_enabled': bad value '%s' "
+                        "(allowed: true, false)", sv);
+  bool rest = from && (tm_str_has_prefix(from, "iceberg:http://") ||
+                       tm_str_has_prefix(from, "iceberg:https://"));
+  static const char *const rest_only[] = {"iceberg_token", "iceberg_oauth2_credential",
+                                          "iceberg_oauth2_scope", "iceberg_oauth2_server_url",
+                                          "iceberg_sigv4_enabled", "iceberg_signing_region",
+                                          "iceberg_signing_name", "iceberg_warehouse", NULL};
+  for (size_t i = 0; from && !rest && rest_only[i]; i++)
+    if (tm_kv_get(params, rest_only[i]))
+      return tm_error_set(err, TM_EINVALID, "param '%s' is for REST catalogs "
+                          "(iceberg:http(s)://HOST/v1/.../namespaces/NS/tables/T)", rest_only[i]);
+  if (token && cred)
+    return tm_error_set(err, TM_EINVALID, "params 'iceberg_token' and 'iceberg_oauth2_credential' "
+                        "are two ways to authenticate to the catalog: give one");
+  if (cred && !*cred)
+    return tm_error_set(err, TM_EINVALID, "param 'iceberg_oauth2_credential' is empty");
+  if (!cred) {
+    const char *o = tm_kv_get(params, "iceberg_oauth2_scope") ? "iceberg_oauth2_scope"
+                    : tm_kv_get(params, "iceberg_oauth2_server_url") ? "iceberg_oauth2_server_url"
+                                                                      : NULL;
+    if (o) return tm_error_set(err, TM_EINVALID, "param '%s' needs iceberg_oauth2_credential", o);
+  }
+  char region[128];
+  bool sigv4 = sigv4_on(from, params, region, sizeof region);
+  if (!sigv4) {
+    const char *o = tm_kv_get(params, "iceberg_signing_region") ? "iceberg_signing_region"
+                    : tm_kv_get(params, "iceberg_signing_name") ? "iceberg_signing_name"
+                                                                 : NULL;
+    if (o) return tm_error_set(err, TM_EINVALID, "param '%s' needs iceberg_sigv4_enabled: true", o);
+  }
+  if (sigv4 && (token || cred))
+    return tm_error_set(err, TM_EINVALID, "iceberg_sigv4_enabled signs catalog requests with AWS "
+                        "keys: it takes no '%s'%s", token ? "iceberg_token" : "iceberg_oauth2_credential",
+                        sv ? "" : " (SigV4 is on for an AWS Glue catalog URL; "
+                                  "iceberg_sigv4_enabled: false turns it off)");
+  return TM_OK;
+}
+
+int tm_source__iceberg_check_params(const char *from, const tm_kv *params, tm_error *err) {
   static const char *const known[] = {"iceberg_token", "iceberg_warehouse", "metadata_path",
-                                      "location_from", "location_to", "allow_http", NULL};
+                                      "location_from", "location_to", "allow_http",
+                                      "iceberg_oauth2_credential", "iceberg_oauth2_scope",
+                                      "iceberg_oauth2_server_url", "iceberg_sigv4_enabled",
+                                      "iceberg_signing_region", "iceberg_signing_name", NULL};
   for (size_t i = 0; params && i < params->len; i++) {
     const char *k = params->items[i].key, *v = params->items[i].value;
     bool ok = false;
@@ -478,8 +800,8 @@ int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
     for (size_t j = 0; k_ice_unsupported[j]; j++)
       if (strcmp(k, k_ice_unsupported[j]) == 0)
         return tm_error_set(err, TM_EINVALID, "param '%s' is not supported by tidemark's Iceberg "
-                            "connector (bearer tokens: iceberg_token; S3 keys: "
-                            "iceberg_s3_access_key_id, iceberg_s3_secret_access_key)", k);
+                            "connector (S3 keys: iceberg_s3_access_key_id, "
+                            "iceberg_s3_secret_access_key, iceberg_s3_session_token)", k);
     if (strcmp(k, "iceberg_s3_path_style_access") == 0) {
       if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
         return tm_error_set(err, TM_EINVALID, "param '%s': bad value '%s' (allowed: true, false)", k, v);
@@ -495,9 +817,12 @@ int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
                           "name is '%s'", k, strcmp(k, "token") == 0 ? "iceberg_token"
                           : strcmp(k, "warehouse") == 0 ? "iceberg_warehouse" : "metadata_path");
     return tm_error_set(err, TM_EINVALID, "unknown param '%s' of the Iceberg connector (allowed: "
-                        "iceberg_token, iceberg_warehouse, metadata_path, iceberg_s3_*, s3_*, "
-                        "iceberg_abfs_*, abfs_*, allow_http, location_from, location_to)", k);
+                        "iceberg_token, iceberg_oauth2_credential, iceberg_oauth2_scope, "
+                        "iceberg_oauth2_server_url, iceberg_sigv4_enabled, iceberg_signing_region, "
+                        "iceberg_signing_name, iceberg_warehouse, metadata_path, iceberg_s3_*, "
+                        "s3_*, iceberg_abfs_*, abfs_*, allow_http, location_from, location_to)", k);
   }
+  if (params) TM_TRY(check_auth_params(from, params, err));
   /* The S3 settings of the table's files, checked as their stores will check them. */
   tm_kv s3;
   tm_kv_init(&s3);
@@ -514,6 +839,36 @@ int tm_source__iceberg_check_params(const tm_kv *params, tm_error *err) {
   }
   if (rc == TM_OK && s3.len) rc = tm_objstore_check_params("s3://tidemark-check/", &s3, err);
   tm_kv_dispose(&s3);
+  return rc;
+}
+
+/* s->auth from the params (the REST catalog's authentication); also sets user_s3_keys. */
+static int open_rest_auth(ice_source *s, const char *from, const tm_kv *params, tm_error *err) {
+  static const char *const key_params[] = {"s3_key", "s3_secret", "s3_session_token", "s3_auth"};
+  for (size_t i = 0; i < sizeof key_params / sizeof key_params[0]; i++)
+    s->user_s3_keys = s->user_s3_keys || tm_kv_get(&s->s3_params, key_params[i]);
+  char *base = NULL, *prefix = NULL, *ns = NULL, *table = NULL;
+  TM_TRY(tm_iceberg_rest_parse_url(s->rest_url, &base, &prefix, &ns, &table, err));
+  char region[128];
+  tm_iceberg_rest_auth_options ao = TM_ICEBERG_REST_AUTH_OPTIONS_INIT;
+  ao.token = params ? tm_kv_get(params, "iceberg_token") : NULL;
+  ao.oauth2_credential = params ? tm_kv_get(params, "iceberg_oauth2_credential") : NULL;
+  ao.oauth2_scope = params ? tm_kv_get(params, "iceberg_oauth2_scope") : NULL;
+  ao.oauth2_server_url = params ? tm_kv_get(params, "iceberg_oauth2_server_url") : NULL;
+  ao.sigv4 = sigv4_on(from, params, region, sizeof region);
+  ao.signing_region = params ? tm_kv_get(params, "iceberg_signing_region") : NULL;
+  if (!ao.signing_region && region[0]) ao.signing_region = region;
+  ao.signing_name = params ? tm_kv_get(params, "iceberg_signing_name") : NULL;
+  /* Spice signs with iceberg_s3_access_key_id & co (its rest.access-key-id), else the chain. */
+  ao.access_key = params ? tm_kv_get(params, "iceberg_s3_access_key_id") : NULL;
+  ao.secret_key = params ? tm_kv_get(params, "iceberg_s3_secret_access_key") : NULL;
+  ao.session_token = params ? tm_kv_get(params, "iceberg_s3_session_token") : NULL;
+  int rc = tm_iceberg_rest_auth_new(&s->auth, base, &ao, err);
+  if (rc < 0) tm_error_prefix(err, "dataset %s", s->base.name);
+  tm_free(base);
+  tm_free(prefix);
+  tm_free(ns);
+  tm_free(table);
   return rc;
 }
 
@@ -570,7 +925,9 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
   tm_iceberg_io_local(&s->local);
   const tm_kv *params = opts->params;
   const char *spec = opts->from + strlen("iceberg:");
-  rc = tm_source__iceberg_check_params(params, err);
+  pthread_mutex_init(&s->rest_mu, NULL);
+  tm_kv_init(&s->rest_last.config);
+  rc = tm_source__iceberg_check_params(opts->from, params, err);
   if (rc == TM_OK && params) rc = tm_kv_copy(&s->rest_params, params, err);
   if (rc == TM_OK) rc = copy_param(params, "metadata_path", &s->metadata_location, err);
   if (rc == TM_OK) rc = copy_param(params, "location_from", &s->location_from, err);
@@ -599,6 +956,7 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
       s->kind = ICE_REST;
       s->rest_url = tm_strdup(spec);
       if (!s->rest_url) rc = tm_error_nomem(err);
+      if (rc == TM_OK) rc = open_rest_auth(s, opts->from, params, err);
     } else if (tm_str_has_prefix(spec, "s3://") || tm_str_has_prefix(spec, "s3a://") ||
                tm_str_has_prefix(spec, "abfs://") || tm_str_has_prefix(spec, "abfss://")) {
       s->kind = ICE_S3;

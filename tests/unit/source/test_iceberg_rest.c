@@ -172,7 +172,8 @@ TM_TEST(iceberg_rest_loads_tables_and_maps_errors) {
   /* 401 without the right token. */
   o.token = "wrong";
   TM_ASSERT_RC(tm_iceberg_rest_load_table(&o, NULL, "sales", "events", &rt, &err), TM_EINVALID);
-  TM_ASSERT_CONTAINS(err.message, "authentication failed");
+  TM_ASSERT_CONTAINS(err.message, "the catalog refused the credentials (HTTP 401");
+  TM_ASSERT_CONTAINS(err.message, "check iceberg_token");
   o.token = "secret";
   /* A prefix given by the URL skips /v1/config. */
   TM_ASSERT_OK(tm_iceberg_rest_load_table(&o, "wh1", "sales", "events", &rt, &err), &err);
@@ -210,4 +211,180 @@ TM_TEST(iceberg_rest_url_parsing) {
   TM_ASSERT_RC(tm_iceberg_rest_parse_url("http://h/v1/namespaces/a", &base, &prefix, &ns, &table,
                                          &err), TM_EINVALID);
   TM_ASSERT_CONTAINS(err.message, "namespaces/NS/tables/TABLE");
+}
+
+/* ---- what the catalog and its token endpoint answer (hostile input) ---------------- */
+
+TM_TEST(iceberg_rest_token_answers) {
+  tm_iceberg_rest_token t;
+  tm_error err;
+  const char *ok = "{\"access_token\": \"abc.DEF-123\", \"token_type\": \"Bearer\", "
+                   "\"expires_in\": 3600, \"issued_token_type\": \"x\"}";
+  TM_ASSERT_OK(tm_iceberg_rest_parse_token(ok, strlen(ok), &t, &err), &err);
+  TM_ASSERT_STR_EQ(t.access_token, "abc.DEF-123");
+  TM_ASSERT_STR_EQ(t.token_type, "Bearer");
+  TM_ASSERT_INT_EQ(t.expires_in, 3600);
+  tm_iceberg_rest_token_dispose(&t);
+  const char *na = "{\"access_token\": \"t\", \"token_type\": \"N_A\"}";
+  TM_ASSERT_OK(tm_iceberg_rest_parse_token(na, strlen(na), &t, &err), &err);
+  TM_ASSERT_INT_EQ(t.expires_in, -1);
+  tm_iceberg_rest_token_dispose(&t);
+  /* Each refusal names the field, never the token. */
+  static const struct { const char *json, *want; } bad[] = {
+      {"[]", "not a JSON object"},
+      {"{\"token_type\": \"bearer\"}", "no access_token string"},
+      {"{\"access_token\": \"\", \"token_type\": \"bearer\"}", "access_token is empty"},
+      {"{\"access_token\": \"se cret\", \"token_type\": \"bearer\"}", "not visible ASCII"},
+      {"{\"access_token\": \"se\\r\\ncret\", \"token_type\": \"bearer\"}", "not visible ASCII"},
+      {"{\"access_token\": \"s\\u00e9cret\", \"token_type\": \"bearer\"}", "not visible ASCII"},
+      {"{\"access_token\": \"secret\"}", "no token_type string"},
+      {"{\"access_token\": \"secret\", \"token_type\": \"mac\"}", "token_type 'mac' is not bearer"},
+      {"{\"access_token\": \"secret\", \"token_type\": \"bearer\", \"expires_in\": -5}", "expires_in"},
+      {"{\"access_token\": \"secret\", \"token_type\": \"bearer\", \"expires_in\": \"60\"}", "expires_in"},
+      {"{\"access_token\": \"secret\", \"token_type\": \"bearer\", \"expires_in\": 9999999999}", "expires_in"},
+      {"{\"access_token\": \"secret\", \"access_token\": \"x\", \"token_type\": \"bearer\"}", "not a JSON object"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    TM_ASSERT_RC(tm_iceberg_rest_parse_token(bad[i].json, strlen(bad[i].json), &t, &err), TM_ECORRUPT);
+    TM_ASSERT_CONTAINS(err.message, bad[i].want);
+    TM_ASSERT(!strstr(err.message, "secret"));
+    TM_ASSERT(t.access_token == NULL);
+  }
+  /* A token past 8 KiB. */
+  size_t n = 9000;
+  char *big = tm_malloc(n + 64);
+  TM_ASSERT(big);
+  int k = snprintf(big, 64, "{\"access_token\": \"");
+  memset(big + k, 'a', n);
+  snprintf(big + k + n, 64, "\", \"token_type\": \"bearer\"}");
+  TM_ASSERT_RC(tm_iceberg_rest_parse_token(big, strlen(big), &t, &err), TM_ECORRUPT);
+  TM_ASSERT_CONTAINS(err.message, "longer than 8192 bytes");
+  tm_free(big);
+}
+
+static void parse(const char *json, tm_iceberg_rest_table *t) {
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_rest_parse_table(json, strlen(json), "http://cat/t", t, &err), &err);
+}
+
+TM_TEST(iceberg_rest_table_answers_and_vended_s3) {
+  tm_iceberg_rest_table t;
+  tm_iceberg_rest_s3 s3;
+  tm_error err;
+  /* Keys in config, with expiry, endpoint, region (client.region as fallback), path style. */
+  parse("{\"metadata\": {\"format-version\": 2}, \"metadata-location\": \"s3://b/t/m.json\", "
+        "\"config\": {\"s3.access-key-id\": \"AK\", \"s3.secret-access-key\": \"SK\", "
+        "\"s3.session-token\": \"TOK\", \"s3.session-token-expires-at-ms\": \"1700000000000\", "
+        "\"s3.endpoint\": \"http://127.0.0.1:9000\", \"client.region\": \"eu-west-1\", "
+        "\"s3.path-style-access\": \"true\", \"n\": 5}}", &t);
+  TM_ASSERT_STR_EQ(t.metadata_location, "s3://b/t/m.json");
+  TM_ASSERT(tm_kv_get(&t.config, "n") == NULL); /* non-string values are skipped */
+  TM_ASSERT_OK(tm_iceberg_rest_s3_settings(&t, "s3a://b/t/data/x.parquet", &s3, &err), &err);
+  TM_ASSERT_STR_EQ(s3.creds.access_key, "AK");
+  TM_ASSERT_STR_EQ(s3.creds.secret_key, "SK");
+  TM_ASSERT_STR_EQ(s3.creds.session_token, "TOK");
+  TM_ASSERT_INT_EQ(s3.creds.expires_ms, 1700000000000LL);
+  TM_ASSERT_STR_EQ(s3.endpoint, "http://127.0.0.1:9000");
+  TM_ASSERT_STR_EQ(s3.region, "eu-west-1");
+  TM_ASSERT_INT_EQ(s3.path_style, 1);
+  TM_ASSERT_STR_EQ(s3.source, "config");
+  tm_iceberg_rest_table_dispose(&t);
+
+  /* storage-credentials first, the longest matching prefix; config keys otherwise. */
+  parse("{\"metadata\": {}, \"config\": {\"s3.access-key-id\": \"CFG\", "
+        "\"s3.secret-access-key\": \"CFGS\", \"s3.region\": \"us-east-2\"}, "
+        "\"storage-credentials\": ["
+        "{\"prefix\": \"s3://b/\", \"config\": {\"s3.access-key-id\": \"B\", \"s3.secret-access-key\": \"BS\"}},"
+        "{\"prefix\": \"s3://b/t/\", \"config\": {\"s3.access-key-id\": \"BT\", \"s3.secret-access-key\": \"BTS\", "
+        "\"s3.region\": \"ap-south-1\"}},"
+        "{\"prefix\": \"s3://b/t/deeper/\", \"config\": {\"s3.access-key-id\": \"D\", \"s3.secret-access-key\": \"DS\"}},"
+        "{\"prefix\": \"abfs://c@a/\", \"config\": {\"adls.sas-token.a\": \"x\"}}]}", &t);
+  TM_ASSERT_INT_EQ(t.n_creds, 4);
+  TM_ASSERT_OK(tm_iceberg_rest_s3_settings(&t, "s3://b/t/data/x.parquet", &s3, &err), &err);
+  TM_ASSERT_STR_EQ(s3.creds.access_key, "BT");
+  TM_ASSERT_STR_EQ(s3.region, "ap-south-1");
+  TM_ASSERT_STR_EQ(s3.source, "storage-credentials for s3://b/t/");
+  TM_ASSERT_OK(tm_iceberg_rest_s3_settings(&t, "s3://b/other/x", &s3, &err), &err);
+  TM_ASSERT_STR_EQ(s3.creds.access_key, "B");
+  TM_ASSERT_STR_EQ(s3.region, "us-east-2");
+  TM_ASSERT_OK(tm_iceberg_rest_s3_settings(&t, "s3://elsewhere/x", &s3, &err), &err);
+  TM_ASSERT_STR_EQ(s3.creds.access_key, "CFG");
+  TM_ASSERT_INT_EQ(s3.path_style, -1);
+  tm_iceberg_rest_table_dispose(&t);
+
+  /* Malformed settings: TM_ECORRUPT naming the key, never a secret. */
+  static const struct { const char *config, *want; } bad[] = {
+      {"{\"s3.access-key-id\": \"AK\"}", "s3.access-key-id without s3.secret-access-key"},
+      {"{\"s3.secret-access-key\": \"sekrit\"}", "s3.secret-access-key without s3.access-key-id"},
+      {"{\"s3.access-key-id\": \"AK\", \"s3.secret-access-key\": \"se\\nkrit\"}", "s3.secret-access-key is not printable"},
+      {"{\"s3.access-key-id\": \"AK\", \"s3.secret-access-key\": \"sekrit\", \"s3.session-token\": \"a b\"}", "s3.session-token is empty or has a space"},
+      {"{\"s3.access-key-id\": \"AK\", \"s3.secret-access-key\": \"sekrit\", \"s3.session-token-expires-at-ms\": \"soon\"}", "is not a time in Unix milliseconds"},
+      {"{\"s3.endpoint\": \"ftp://x\"}", "is not an http(s):// URL"},
+      {"{\"s3.path-style-access\": \"yes\"}", "s3.path-style-access 'yes' is not true or false"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char json[1024];
+    snprintf(json, sizeof json, "{\"metadata\": {}, \"config\": %s}", bad[i].config);
+    parse(json, &t);
+    TM_ASSERT_RC(tm_iceberg_rest_s3_settings(&t, "s3://b/x", &s3, &err), TM_ECORRUPT);
+    TM_ASSERT_CONTAINS(err.message, bad[i].want);
+    TM_ASSERT(!strstr(err.message, "sekrit"));
+    TM_ASSERT(s3.creds.access_key[0] == '\0');
+    tm_iceberg_rest_table_dispose(&t);
+  }
+  /* Malformed answers. */
+  static const struct { const char *json, *want; } broken[] = {
+      {"{}", "no \"metadata\" object"},
+      {"{\"metadata\": {}, \"config\": []}", "\"config\" is not an object"},
+      {"{\"metadata\": {}, \"storage-credentials\": {}}", "\"storage-credentials\" is not a list"},
+      {"{\"metadata\": {}, \"storage-credentials\": [{\"prefix\": 1, \"config\": {}}]}", "storage credential 0"},
+      {"{\"metadata\": {}, \"storage-credentials\": [{\"prefix\": \"s3://b/\"}]}", "storage credential 0"},
+      {"{\"metadata\": {}, \"config\": {\"k\": \"a\\u0000b\"}}", "is not JSON"},
+      {"{\"metadata\": ", "is not JSON"},
+  };
+  for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+    TM_ASSERT_RC(tm_iceberg_rest_parse_table(broken[i].json, strlen(broken[i].json), "http://cat/t",
+                                             &t, &err), TM_ECORRUPT);
+    TM_ASSERT_CONTAINS(err.message, broken[i].want);
+    TM_ASSERT_CONTAINS(err.message, "http://cat/t");
+  }
+}
+
+TM_TEST(iceberg_rest_auth_options) {
+  tm_iceberg_rest_auth *a = NULL;
+  tm_error err;
+  tm_iceberg_rest_auth_options o = TM_ICEBERG_REST_AUTH_OPTIONS_INIT;
+  o.token = "t";
+  o.oauth2_credential = "id:secret";
+  TM_ASSERT_RC(tm_iceberg_rest_auth_new(&a, "http://cat", &o, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "give one");
+  o.token = NULL;
+  o.sigv4 = true;
+  TM_ASSERT_RC(tm_iceberg_rest_auth_new(&a, "http://cat", &o, &err), TM_EINVALID);
+  o.sigv4 = false;
+  static const char *const bad_creds[] = {":secret", "id:", ""};
+  for (size_t i = 0; i < 3; i++) {
+    o.oauth2_credential = bad_creds[i];
+    TM_ASSERT_RC(tm_iceberg_rest_auth_new(&a, "http://cat", &o, &err), TM_EINVALID);
+    TM_ASSERT_CONTAINS(err.message, "iceberg_oauth2_credential");
+  }
+  o.oauth2_credential = "secret-alone";
+  o.oauth2_server_url = "ftp://tokens";
+  TM_ASSERT_RC(tm_iceberg_rest_auth_new(&a, "http://cat", &o, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "iceberg_oauth2_server_url");
+  o.oauth2_server_url = NULL;
+  TM_ASSERT_OK(tm_iceberg_rest_auth_new(&a, "http://cat", &o, &err), &err);
+  TM_ASSERT_INT_EQ(tm_iceberg_rest_auth_tokens_obtained(a), 0);
+  tm_iceberg_rest_auth_free(a);
+  /* SigV4 keys go together. */
+  tm_iceberg_rest_auth_options s = TM_ICEBERG_REST_AUTH_OPTIONS_INIT;
+  s.sigv4 = true;
+  s.access_key = "AK";
+  TM_ASSERT_RC(tm_iceberg_rest_auth_new(&a, "http://cat", &s, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "go together");
+  /* A bearer token that would break the header line. */
+  tm_iceberg_rest_auth_options b = TM_ICEBERG_REST_AUTH_OPTIONS_INIT;
+  b.token = "abc\r\nX-Evil: 1";
+  TM_ASSERT_RC(tm_iceberg_rest_auth_new(&a, "http://cat", &b, &err), TM_EINVALID);
+  TM_ASSERT(!strstr(err.message, "Evil"));
 }
