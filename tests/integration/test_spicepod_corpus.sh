@@ -6,8 +6,9 @@
 # is refused with the message docs/SPICE.md documents.
 #
 # A pod's folder holds:
-#   spicepod.yaml  the pod; @S3PUB@, @S3PRIV@, @AZEP@, @ICEREST@, @GLUE@, @DIR@
-#                  (the pod's work folder) and @ICEMETA@ are filled in here
+#   spicepod.yaml  the pod; @S3PUB@, @S3PRIV@, @AZEP@, @ICEREST@, @ICEOAUTH@,
+#                  @GLUE@, @DIR@ (the pod's work folder), @ICEMETA@ and @DATA@
+#                  (the shared data) are filled in here
 #   expect         what must happen, one directive a line ('#' comments):
 #     loads | refused: TEXT      the outcome (exit code 2 and TEXT on stderr of
 #                                `tidemark config check` and of `tidemark run`)
@@ -25,7 +26,7 @@
 #   setup.sh       optional; defines setup() (called in the work folder before
 #                  the pod is filled in) and the functions `run` names.
 # Every dataset `tidemark config check` lists must have a check. The servers
-# (two s3rver, Azurite, the Iceberg REST catalog, the Glue server) start once;
+# (two s3rver, Azurite, two Iceberg REST catalogs, the Glue server) start once;
 # pods run three at a time (TM_CORPUS_JOBS). Prints one line per pod, then
 # "N passed, M failed".
 source "$(dirname "$0")/lib.sh"
@@ -40,7 +41,7 @@ unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_REGION AWS_D
 export AWS_EC2_METADATA_DISABLED=true AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_CONFIG_FILE=/dev/null
 cd "$T"
 DATA=$T/data
-mkdir -p "$DATA/taxi" s3pub s3priv icewh glue pods results
+mkdir -p "$DATA/taxi" s3pub s3priv icewh iceoauthwh glue pods results
 
 # ---- shared data, written by DuckDB ------------------------------------------
 # NYC-taxi-shaped trips, pickups spread over the last ~8 years relative to now
@@ -87,6 +88,12 @@ ICETOKEN=corpus-iceberg-token
 lifeline icerest
 node "$TM_SOURCE_DIR/tests/node/iceberg-rest-server.mjs" --warehouse "$T/icewh" --token "$ICETOKEN" \
   --lifeline 1 < "$T/icerest.in" > "$T/icerest.out" 2>&1 &
+# A second REST catalog that wants OAuth2 client credentials (its token endpoint
+# is /v1/oauth/tokens).
+ICECLIENT=corpus-client ICECLIENTSECRET=corpus-client-secret
+lifeline iceoauth
+python3 "$TM_SOURCE_DIR/tests/tools/iceberg_rest_auth_server.py" --warehouse "$T/iceoauthwh" \
+  --oauth "$ICECLIENT:$ICECLIENTSECRET" --log "$T/iceoauth.log" < "$T/iceoauth.in" > "$T/iceoauth.out" 2>&1 &
 GLUEKEY=AKIDGLUECORPUS GLUESECRET=corpus-glue-secret
 echo '{"databases": {}}' > glue/catalog.json
 python3 "$TM_SOURCE_DIR/tests/tools/glue_server.py" --catalog "$T/glue/catalog.json" --key "$GLUEKEY" \
@@ -99,6 +106,8 @@ S3PUB=http://127.0.0.1:$(sed -n 's/^port //p' "$T/s3pub.out")
 S3PRIV=http://127.0.0.1:$(sed -n 's/^port //p' "$T/s3priv.out")
 wait_line "$T/icerest.out" '^listening' "the Iceberg REST catalog"
 ICEREST=http://127.0.0.1:$(sed -n 's/^listening //p' "$T/icerest.out")
+wait_line "$T/iceoauth.out" '^listening' "the OAuth2 Iceberg REST catalog"
+ICEOAUTH=http://127.0.0.1:$(sed -n 's/^listening //p' "$T/iceoauth.out")
 wait_line glue/out '^listening' "the Glue server"
 GLUE=http://127.0.0.1:$(sed -n 's/^listening //p' glue/out)
 s3_put() { # s3_put ENDPOINT BUCKET KEY FILE
@@ -162,7 +171,7 @@ next_want() {
 }
 fill() { # the placeholders of a pod's files
   sed -e "s|@S3PUB@|$S3PUB|g" -e "s|@S3PRIV@|$S3PRIV|g" -e "s|@AZEP@|$AZ_EP|g" \
-    -e "s|@ICEREST@|$ICEREST|g" -e "s|@GLUE@|$GLUE|g" -e "s|@DIR@|$W|g" \
+    -e "s|@ICEREST@|$ICEREST|g" -e "s|@ICEOAUTH@|$ICEOAUTH|g" -e "s|@GLUE@|$GLUE|g" -e "s|@DIR@|$W|g" \
     -e "s|@ICEMETA@|${ICEMETA:-}|g" -e "s|@DATA@|$DATA|g" <<<"$1"
 }
 check() { # check NAME SQL WANT
