@@ -1,0 +1,4 @@
+setup() {
+  mkdir -p taxi_trips
+  cp "$DATA"/taxi/*.parquet taxi_trips/
+}
