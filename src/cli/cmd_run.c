@@ -120,6 +120,8 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   tm_config cfg;
   code = tm_cli_load_config(tm_cli_get(cmd, args, "config"), &cfg);
   if (code != TM_EXIT_OK) return code;
+  /* Spice's runtime.output_level: verbose; TIDEMARK_LOG, when set, wins. */
+  if (cfg.log_debug && !getenv("TIDEMARK_LOG")) tm_log_set_level(TM_LOG_DEBUG);
 
   /* Every thread the runtime starts inherits this mask: only sigwait sees the signals. */
   sigemptyset(&g_signals);

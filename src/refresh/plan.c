@@ -377,6 +377,8 @@ bool tm_refresh_plan_empty_source_reads_nothing(const tm_dataset_def *d, bool fu
 
 bool tm_refresh_plan_warns_late_updates(const tm_dataset_def *d, tm_engine_rule rule) {
   const tm_acceleration_def *acc = &d->acceleration;
-  return d->has_acceleration && acc->enabled && rule != TM_ENGINE_RULE_NEWEST_BY_TIME &&
-         acc->n_primary_key > 0 && !tm_dataset_key_includes_time(d) && !acc->has_overlap;
+  /* Late updates are an append refresh's concern: a full refresh reads every row again. */
+  return d->has_acceleration && acc->enabled && acc->refresh_mode == TM_REFRESH_APPEND &&
+         rule != TM_ENGINE_RULE_NEWEST_BY_TIME && acc->n_primary_key > 0 &&
+         !tm_dataset_key_includes_time(d) && !acc->has_overlap;
 }

@@ -151,7 +151,7 @@ wait_line() {
 }
 # The session's terminal shows no sanitizer report.
 check_clean() {
-  if pane | grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error:'; then
+  if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error:' <<<"$(pane)"; then
     pane >&2
     fail "sanitizer report on the terminal"
   fi

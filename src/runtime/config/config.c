@@ -80,6 +80,8 @@ static const tm_cfg_spice_key k_accel_spice[] = {
     {"snapshots_creation_policy", TM_CFG_FORM_NONE, NULL,
      "tidemark writes an acceleration snapshot after each refresh or retention run that changed "
      "the rows"},
+    {"partition_by", TM_CFG_FORM_NONE, NULL,
+     "tidemark keeps one table per acceleration; DuckDB's zone maps prune its scans"},
     {"snapshots_compaction", TM_CFG_FORM_NONE, NULL,
      "tidemark does not compact acceleration snapshots (each is a whole database)"},
     {NULL, 0, NULL, NULL}};
@@ -486,6 +488,9 @@ static int check_engine_params(ctx *c, yaml_node_t *n, const tm_acceleration_def
                           tm_engine_kind_name(a->engine), tm_engine_mode_name(a->mode), allowed,
                           strcmp(k, "duckdb_memory_limit") == 0
                               ? "; tidemark's one DuckDB instance is capped by runtime.query.memory_limit"
+                          : strcmp(k, "file_watcher") == 0
+                              ? "; tidemark watches no files: it refreshes on refresh_check_interval, "
+                                "refresh_cron or an API trigger"
                               : "");
     tm_cfg__path_pop(c, old);
     return rc;
@@ -816,6 +821,9 @@ static const tm_cfg_spice_key k_runtime_spice[] = {
     {"telemetry", TM_CFG_FORM_DISABLED, NULL, "tidemark sends no telemetry"},
     {"tracing", TM_CFG_FORM_DISABLED, NULL, "tidemark exports no traces"},
     {"params", TM_CFG_FORM_EMPTY, NULL, "tidemark has no runtime params"},
+    {"scheduler", TM_CFG_FORM_NONE, NULL,
+     "tidemark runs no asynchronous queries (Spice's /v1/queries): /v1/sql answers each query "
+     "at once"},
     {"shutdown_timeout", TM_CFG_FORM_NONE, NULL,
      "at shutdown tidemark rolls back a refresh in flight at its next batch; there is no "
      "timeout to set"},
@@ -949,7 +957,8 @@ static int load_auth(ctx *c, yaml_node_t *n) {
 static int load_runtime(ctx *c, yaml_node_t *n) {
   static const char *const ours[] = {"query", "memory_limit", "temp_directory", "auth",
                                      "dataset_load_parallelism",
-                                     "num_of_parallel_loading_at_start_up", "caching", NULL};
+                                     "num_of_parallel_loading_at_start_up", "caching",
+                                     "output_level", NULL};
   if (n->type != YAML_MAPPING_NODE) return tm_cfg__fail(c, n, "wrong type: expected a mapping, got %s", tm_cfg__kind_name(n));
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     const char *key;
@@ -981,6 +990,14 @@ static int load_runtime(ctx *c, yaml_node_t *n) {
       rc = tm_cfg__get_int(c, v, 1, &w);
       if (rc == TM_OK && w > 256) rc = tm_cfg__fail(c, v, "bad value %lld (allowed: 1 to 256)", (long long)w);
       c->cfg->load_parallelism = (int)w;
+    } else if (strcmp(key, "output_level") == 0) {
+      /* Spice's log verbosity: info (default), verbose, very_verbose; TIDEMARK_LOG wins. */
+      static const char *const levels[] = {"info", "verbose", "very_verbose", NULL};
+      int e = 0;
+      rc = tm_cfg__get_enum(c, v, levels, &e);
+      c->cfg->log_debug = e > 0;
+      if (rc == TM_OK && e == 2)
+        rc = tm_cfg__warn(c, v, "very_verbose logs as verbose: tidemark's most detailed level is debug");
     } else if (strcmp(key, "caching") == 0) {
       /* Spice's caches (sql_results, search_results, embeddings): each must be disabled. */
       static const tm_cfg_spice_key cache = {"caching", TM_CFG_FORM_DISABLED, NULL,

@@ -63,6 +63,7 @@ typedef struct tm_config {
   char **api_keys;           /* owned: runtime.auth.api-key.keys (any opens the API, D4) */
   size_t n_api_keys;
   int load_parallelism;      /* runtime.dataset_load_parallelism; 0: unset */
+  bool log_debug;            /* runtime.output_level: verbose (or very_verbose) */
   char **warnings;           /* owned: ignored Spice keys, one line each */
   size_t n_warnings;
 } tm_config;
