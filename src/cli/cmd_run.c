@@ -142,7 +142,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     tm_config_dispose(&cfg);
     return TM_EXIT_FAILURE;
   }
-  tm_log(TM_LOG_INFO, NULL, "tidemark %s running %s%s%s (%zu datasets); Ctrl-C stops", TM_VERSION,
+  tm_log(TM_LOG_INFO, NULL, "tidemark %s running %s%s%s%s (%zu datasets); Ctrl-C stops", TM_VERSION,
          cfg.name ? "pod " : "", cfg.name ? cfg.name : "", cfg.name ? " from " : "", cfg.path,
          cfg.n_datasets);
   int sig = 0;
