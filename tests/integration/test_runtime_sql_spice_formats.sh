@@ -118,9 +118,9 @@ assert_eq "$STATUS" 400 "a value DuckDB cannot cast"
 for b in '{"sql": "DELETE FROM events WHERE id = $1", "parameters": [1]}' \
   '{"sql": "UPDATE events SET name = :n", "parameters": {"n": "x"}}' \
   '{"sql": "SELECT * FROM read_csv($1)", "parameters": ["/etc/passwd"]}' \
-  '{"sql": "COPY (SELECT :a) TO '"'"'/tmp/tm-x.csv'"'"'", "parameters": {"a": 1}}' \
+  "{\"sql\": \"COPY (SELECT :a) TO '$T/x.csv'\", \"parameters\": {\"a\": 1}}" \
   '{"sql": "SELECT $1; DROP TABLE events", "parameters": [1]}' \
-  '{"sql": "ATTACH '"'"'/tmp/tm-x.db'"'"' AS x"}'; do
+  "{\"sql\": \"ATTACH '$T/x.db' AS x\"}"; do
   jsql "$b"
   assert_eq "$STATUS" 400 "refused in a JSON body: $b"
 done
@@ -128,7 +128,7 @@ jsql '{"sql": "DELETE FROM events WHERE id = $1", "parameters": [1]}'
 refused "a write in a JSON body" "DELETE is not allowed: queries are read-only"
 sql "DELETE FROM events WHERE id = 1"
 refused "the same write as text" "DELETE is not allowed: queries are read-only"
-[[ ! -e /tmp/tm-x.csv && ! -e /tmp/tm-x.db ]] || fail "a refused statement wrote a file"
+[[ ! -e $T/x.csv && ! -e $T/x.db ]] || fail "a refused statement wrote a file"
 assert_eq "$(sql_value 'SELECT count(*) FROM events')" 3 "nothing was written"
 
 # ---- Accept negotiation ----
