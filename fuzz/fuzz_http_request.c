@@ -3,7 +3,8 @@
  * (runtime/http, runtime/query, the routes of SPEC 1.3; D2, D4).
  * libmicrohttpd parses the wire format; this drives our side of it: route
  * matching on method and path, the API key headers, body limits, content
- * negotiation (Accept), the SQL body of POST /v1/sql and the JSON body of
+ * negotiation (Accept), the SQL body of POST /v1/sql (text, or Spice's JSON
+ * body with parameters under Content-Type: application/json) and the JSON body of
  * POST /v1/datasets/{name}/acceleration/refresh, through tm_http_serve, the
  * same dispatch the server runs for each request.
  *
@@ -20,12 +21,13 @@
  * temporary folder; API key "fuzz-key"; queries time out after 250 ms, so
  * loops end. The HTTP listener is bound to a loopback port the kernel picks
  * but never used. Every reply must have a status between 200 and 599, and a
- * JSON reply (errors, /v1/datasets, /v1/sql with the default Accept) must
- * parse as JSON.
+ * JSON reply (errors, /v1/datasets, /v1/sql with the default Accept or
+ * Spice's application/vnd.spiceai.sql.v1+json) must parse as JSON.
  *
  * Seed corpus (fuzz/corpora/fuzz_http_request/): one request per endpoint
  * and format, the API key in both forms, refresh bodies (valid, malformed,
- * unknown keys, wrong types), refused SQL, over-long and odd paths.
+ * unknown keys, wrong types), refused SQL, Spice's JSON bodies and
+ * application/vnd.spiceai.sql.v1+json, over-long and odd paths.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -182,7 +184,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "%s %s -> %u %.200s\n", method, path, rep.status,
             rep.response ? "(streamed)" : tm_buf_cstr(&rep.body));
   if (rep.status < 200 || rep.status > 599) broken("a reply with status", status);
-  if (!rep.response && rep.content_type && strcmp(rep.content_type, "application/json") == 0) {
+  if (!rep.response && rep.content_type &&
+      (strcmp(rep.content_type, "application/json") == 0 ||
+       strcmp(rep.content_type, "application/vnd.spiceai.sql.v1+json") == 0)) {
     json_error_t jerr;
     json_t *j = json_loadb(rep.body.ptr ? rep.body.ptr : "", rep.body.len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &jerr); /* JSON numbers may pass int64 (UBIGINT, HUGEINT) */
     if (!j) broken("a JSON reply that does not parse", jerr.text);

@@ -123,6 +123,51 @@ void tm_sql_session_interrupt(tm_sql_session *s);
  */
 const char *tm_sql_session_datasets(const tm_sql_session *s);
 
+/*
+ * Parameters (Spice's JSON body of /v1/sql): values bound to a statement's
+ * `?`, `$1`, `$name` (and, through tm_sql_colon_params, `:name`), never
+ * written into its text. DuckDB casts a value to the type its place needs
+ * (a TEXT '2024-01-02T03:04:05Z' compared with a TIMESTAMPTZ column), or
+ * fails the statement with a conversion error.
+ */
+#define TM_SQL_PARAMS_MAX 65535 /* values one statement takes, as PostgreSQL */
+
+typedef enum tm_sql_param_kind {
+  TM_SQL_PARAM_NULL = 0,
+  TM_SQL_PARAM_BOOL,   /* b */
+  TM_SQL_PARAM_INT,    /* i: BIGINT */
+  TM_SQL_PARAM_DOUBLE, /* d: DOUBLE */
+  TM_SQL_PARAM_TEXT    /* text, text_len: VARCHAR (UTF-8) */
+} tm_sql_param_kind;
+
+typedef struct tm_sql_param {
+  char *name;             /* owned: the name, when the values are named; else NULL */
+  tm_sql_param_kind kind;
+  bool b;
+  int64_t i;
+  double d;
+  char *text;             /* owned (TEXT) */
+  size_t text_len;
+} tm_sql_param;
+
+typedef struct tm_sql_params {
+  tm_sql_param *items;    /* owned array of n */
+  size_t n;
+  bool named;             /* by name (items[k].name; any case); else by position: $1 = items[0] */
+} tm_sql_params;
+
+/** Frees the items, their names and texts, and empties p. NULL is a no-op. */
+void tm_sql_params_dispose(tm_sql_params *p);
+
+/**
+ * Rewrites each `:name` parameter of sql (Spice's spelling, DataFusion's) to
+ * DuckDB's `$name`, in place: the text keeps its length. Quoted strings and
+ * identifiers, comments, dollar-quoted strings, `::` casts, `:=`, and a colon
+ * right after an identifier, number, quote or bracket (slices `x[1:n]`,
+ * struct literals `{'k': v}`) are left alone. Returns the number rewritten.
+ */
+size_t tm_sql_colon_params(char *sql, size_t len);
+
 /**
  * Prepares one read-only statement and starts it. At most one statement per
  * session is open at a time (TM_ECONFLICT otherwise). The caller owns *out
@@ -133,6 +178,17 @@ const char *tm_sql_session_datasets(const tm_sql_session *s);
  */
 int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * tm_sql_prepare with parameter values (NULL: none). Given values first turn
+ * the text's `:name` into `$name` (tm_sql_colon_params), then the statement
+ * passes the gate as text does, and the values are bound: positional ones
+ * must be as many as the statement's parameters, named ones must name each
+ * of them and nothing else (names match in any case, as DuckDB's).
+ * Errors: tm_sql_prepare's; TM_EINVALID for a count or a name that does not
+ * match, or a value DuckDB cannot bind.
+ */
+int tm_sql_prepare_params(tm_sql_session *s, const char *sql, const tm_sql_params *params,
+                          tm_sql_stmt **out, tm_error *err) TM_WARN_UNUSED;
 /** Steps: TM_OK with a row, TM_ITEROVER at the end, or an error (TM_ETIMEOUT, ...). */
 int tm_sql_step(tm_sql_stmt *st, tm_error *err) TM_WARN_UNUSED;
 size_t tm_sql_column_count(const tm_sql_stmt *st);
@@ -146,6 +202,15 @@ bool tm_sql_column_is_null(const tm_sql_stmt *st, size_t i);
  */
 int tm_sql_column_render(tm_sql_stmt *st, size_t i, tm_buf *out, tm_cell_kind *kind,
                          tm_error *err) TM_WARN_UNUSED;
+/**
+ * The Arrow type of result column i as arrow-rs serializes a DataType (JSON
+ * text: "Int64", {"Timestamp":["Microsecond","UTC"]}, ...; arrowtype.c says
+ * which for each DuckDB type), appended to out. Spice's
+ * application/vnd.spiceai.sql.v1+json names each field's type so.
+ * Errors: TM_EUNSUPPORTED (a type the outputs cannot show), TM_ENOMEM.
+ */
+int tm_sql_column_arrow_type(const tm_sql_stmt *st, size_t i, tm_buf *out, tm_error *err)
+    TM_WARN_UNUSED;
 /** Finalizes the statement. NULL is a no-op. */
 void tm_sql_stmt_free(tm_sql_stmt *st);
 

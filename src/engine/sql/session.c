@@ -526,6 +526,11 @@ static int note_datasets(tm_sql_session *s, const json_t *ast, tm_error *err) {
 }
 
 int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err) {
+  return tm_sql_prepare_params(s, sql, NULL, out, err);
+}
+
+int tm_sql_prepare_params(tm_sql_session *s, const char *sql, const tm_sql_params *params,
+                          tm_sql_stmt **out, tm_error *err) {
   if (s->open) return tm_error_set(err, TM_ECONFLICT, "the session is running another statement");
   s->datasets[0] = '\0';
   tm_sql_stmt *q = tm_calloc(1, sizeof *q);
@@ -533,8 +538,16 @@ int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_err
   q->s = s;
   s->open = q;
   json_t *ast = NULL;
-  int rc = tm_sql__gate(s->conn, sql, &q->ps, &ast, err);
+  char *text = NULL; /* the text with `:name` made `$name`, when values are given */
+  int rc = TM_OK;
+  if (params) {
+    if (!(text = tm_strdup(sql))) rc = tm_error_nomem(err);
+    else tm_sql_colon_params(text, strlen(text));
+  }
+  if (rc == TM_OK) rc = tm_sql__gate(s->conn, text ? text : sql, &q->ps, &ast, err);
+  tm_free(text);
   if (rc == TM_OK && ast) rc = note_datasets(s, ast, err);
+  if (rc == TM_OK && params) rc = tm_sql__bind(q->ps, params, err);
   if (rc == TM_OK && ast) rc = post_pushdown(s->cat, s->conn, ast, &q->pushed, err);
   json_decref(ast);
   if (rc == TM_OK && s->timeout_ms > 0)
@@ -625,6 +638,11 @@ bool tm_sql_column_is_null(const tm_sql_stmt *q, size_t i) {
   if (!q->chunk) return true;
   uint64_t *m = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(q->chunk, i));
   return m && !duckdb_validity_row_is_valid(m, q->row);
+}
+
+int tm_sql_column_arrow_type(const tm_sql_stmt *q, size_t i, tm_buf *out, tm_error *err) {
+  if (i >= q->n_cols) return tm_error_set(err, TM_EINVALID, "no such column");
+  return tm_sql__arrow_type(q->types[i], out, err);
 }
 
 int tm_sql_column_render(tm_sql_stmt *q, size_t i, tm_buf *out, tm_cell_kind *kind, tm_error *err) {

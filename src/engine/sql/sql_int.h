@@ -20,6 +20,21 @@
 int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
                  json_t **ast_out, tm_error *err) TM_WARN_UNUSED;
 
+/*
+ * params.c: binds p's values to ps (positional or by name, sql.h), checking
+ * that each of the statement's parameters gets one and each value is used.
+ * Errors: TM_EINVALID naming the parameter, TM_ENOMEM.
+ */
+int tm_sql__bind(duckdb_prepared_statement ps, const tm_sql_params *p, tm_error *err)
+    TM_WARN_UNUSED;
+
+/*
+ * arrowtype.c: the Arrow type of a result column of type lt, as arrow-rs
+ * serializes a DataType with serde (JSON text), appended to out.
+ * Errors: TM_EUNSUPPORTED (a type the outputs cannot show), TM_ENOMEM.
+ */
+int tm_sql__arrow_type(duckdb_logical_type lt, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
+
 /** gate.c: whether a table function may run in a query (not a file reader, ...). */
 bool tm_sql__function_allowed(const char *name);
 

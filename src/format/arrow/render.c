@@ -1,6 +1,6 @@
 /*
- * render.c - value text forms and table/CSV/JSON writers (format layer).
- * See render.h.
+ * render.c - value text forms and table/CSV/JSON/NDJSON writers, and
+ * Spice's application/vnd.spiceai.sql.v1+json (format layer). See render.h.
  */
 #include "format/arrow/render.h"
 
@@ -241,7 +241,15 @@ static size_t display_width(const char *s, size_t len) {
 
 int tm_out_begin(tm_out *o, tm_out_format format, const char *const *names, size_t n_cols,
                  tm_out_sink_fn sink, void *payload, tm_error *err) {
+  return tm_out_begin_fields(o, format, names, NULL, n_cols, sink, payload, err);
+}
+
+int tm_out_begin_fields(tm_out *o, tm_out_format format, const char *const *names,
+                        const char *const *data_types, size_t n_cols, tm_out_sink_fn sink,
+                        void *payload, tm_error *err) {
   memset(o, 0, sizeof *o);
+  if (format == TM_OUT_SPICE_V1 && !data_types && n_cols)
+    return tm_error_set(err, TM_EINVALID, "the Spice format needs the columns' types");
   o->format = format;
   o->sink = sink;
   o->payload = payload;
@@ -251,13 +259,14 @@ int tm_out_begin(tm_out *o, tm_out_format format, const char *const *names, size
   o->names = tm_calloc(n_cols ? n_cols : 1, sizeof *o->names);
   o->widths = tm_calloc(n_cols ? n_cols : 1, sizeof *o->widths);
   o->right_align = tm_calloc(n_cols ? n_cols : 1, sizeof *o->right_align);
-  if (!o->names || !o->widths || !o->right_align) {
+  if (format == TM_OUT_SPICE_V1) o->types = tm_calloc(n_cols ? n_cols : 1, sizeof *o->types);
+  if (!o->names || !o->widths || !o->right_align || (format == TM_OUT_SPICE_V1 && !o->types)) {
     tm_out_dispose(o);
     return tm_error_nomem(err);
   }
   for (size_t i = 0; i < n_cols; i++) {
     o->names[i] = tm_strdup(names[i]);
-    if (!o->names[i]) {
+    if (!o->names[i] || (o->types && !(o->types[i] = tm_strdup(data_types[i])))) {
       tm_out_dispose(o);
       return tm_error_nomem(err);
     }
@@ -278,6 +287,68 @@ int tm_out_begin(tm_out *o, tm_out_format format, const char *const *names, size
   return rc;
 }
 
+/*
+ * Appends `"schema":{...}` of a SPICE_V1 writer to b: each column as arrow-rs
+ * serializes a Field. DuckDB does not say whether a result column can hold
+ * NULL, so every field is nullable.
+ */
+static int put_spice_schema(const tm_out *o, tm_buf *b, tm_error *err) {
+  TM_TRY(tm_buf_puts(b, "\"schema\":{\"fields\":[", err));
+  for (size_t i = 0; i < o->n_cols; i++) {
+    TM_TRY(tm_buf_puts(b, i ? ",{\"name\":" : "{\"name\":", err));
+    TM_TRY(tm_json_string(b, o->names[i], strlen(o->names[i]), err));
+    TM_TRY(tm_buf_puts(b, ",\"data_type\":", err));
+    TM_TRY(tm_buf_puts(b, o->types[i], err));
+    TM_TRY(tm_buf_puts(b, ",\"nullable\":true,\"dict_id\":0,\"dict_is_ordered\":false,"
+                          "\"metadata\":{}}", err));
+  }
+  return tm_buf_puts(b, "],\"metadata\":{}}", err);
+}
+
+/* Appends one row of cells to b as a JSON object. */
+static int put_json_row(const tm_out *o, tm_buf *b, const char *const *texts, const size_t *lens,
+                        const tm_cell_kind *kinds, tm_error *err) {
+  TM_TRY(tm_buf_putc(b, '{', err));
+  for (size_t i = 0; i < o->n_cols; i++) {
+    if (i) TM_TRY(tm_buf_putc(b, ',', err));
+    TM_TRY(tm_json_string(b, o->names[i], strlen(o->names[i]), err));
+    TM_TRY(tm_buf_putc(b, ':', err));
+    if (kinds[i] == TM_CELL_NULL) {
+      TM_TRY(tm_buf_puts(b, "null", err));
+    } else if (kinds[i] == TM_CELL_NUMBER) {
+      /* JSON has no NaN or infinity: those go out as strings. */
+      bool finite = !(lens[i] >= 3 && (strncmp(texts[i], "NaN", 3) == 0 ||
+                                       strncmp(texts[i], "inf", 3) == 0 ||
+                                       strncmp(texts[i], "-inf", 4) == 0));
+      if (finite) TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
+      else TM_TRY(tm_json_string(b, texts[i], lens[i], err));
+    } else if (kinds[i] == TM_CELL_BOOL || kinds[i] == TM_CELL_JSON) {
+      TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
+    } else {
+      TM_TRY(tm_json_string(b, texts[i], lens[i], err));
+    }
+  }
+  return tm_buf_putc(b, '}', err);
+}
+
+/*
+ * SPICE_V1: the rows held so far no longer fit TM_OUT_SPICE_HOLD: sends the
+ * head (schema, the data array's start) and them, and streams from here on.
+ */
+static int spice_start_stream(tm_out *o, tm_error *err) {
+  tm_buf *b = &o->line;
+  tm_buf_clear(b);
+  TM_TRY(tm_buf_putc(b, '{', err));
+  TM_TRY(put_spice_schema(o, b, err));
+  TM_TRY(tm_buf_puts(b, ",\"data\":[", err));
+  TM_TRY(emit(o, b->ptr, b->len, err));
+  TM_TRY(emit(o, o->table.ptr, o->table.len, err));
+  tm_buf_dispose(&o->table);
+  tm_buf_init(&o->table, TABLE_MAX_BYTES);
+  o->streaming = true;
+  return TM_OK;
+}
+
 int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
                const tm_cell_kind *kinds, tm_error *err) {
   tm_buf *b = &o->line;
@@ -296,30 +367,16 @@ int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
     case TM_OUT_JSON:
     case TM_OUT_JSONL:
       if (o->format == TM_OUT_JSON && o->n_rows > 0) TM_TRY(tm_buf_putc(b, ',', err));
-      if (o->format == TM_OUT_JSON) TM_TRY(tm_buf_putc(b, '\n', err));
-      TM_TRY(tm_buf_putc(b, '{', err));
-      for (size_t i = 0; i < o->n_cols; i++) {
-        if (i) TM_TRY(tm_buf_putc(b, ',', err));
-        TM_TRY(tm_json_string(b, o->names[i], strlen(o->names[i]), err));
-        TM_TRY(tm_buf_putc(b, ':', err));
-        if (kinds[i] == TM_CELL_NULL) {
-          TM_TRY(tm_buf_puts(b, "null", err));
-        } else if (kinds[i] == TM_CELL_NUMBER) {
-          /* JSON has no NaN or infinity: those go out as strings. */
-          bool finite = !(lens[i] >= 3 && (strncmp(texts[i], "NaN", 3) == 0 ||
-                                           strncmp(texts[i], "inf", 3) == 0 ||
-                                           strncmp(texts[i], "-inf", 4) == 0));
-          if (finite) TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
-          else TM_TRY(tm_json_string(b, texts[i], lens[i], err));
-        } else if (kinds[i] == TM_CELL_BOOL || kinds[i] == TM_CELL_JSON) {
-          TM_TRY(tm_buf_append(b, texts[i], lens[i], err));
-        } else {
-          TM_TRY(tm_json_string(b, texts[i], lens[i], err));
-        }
-      }
-      TM_TRY(tm_buf_putc(b, '}', err));
+      TM_TRY(put_json_row(o, b, texts, lens, kinds, err));
       if (o->format == TM_OUT_JSONL) TM_TRY(tm_buf_putc(b, '\n', err));
       break;
+    case TM_OUT_SPICE_V1:
+      if (o->n_rows > 0) TM_TRY(tm_buf_putc(b, ',', err));
+      TM_TRY(put_json_row(o, b, texts, lens, kinds, err));
+      o->n_rows++;
+      if (o->streaming) return emit(o, b->ptr, b->len, err);
+      TM_TRY(tm_buf_append(&o->table, b->ptr, b->len, err));
+      return o->table.len > TM_OUT_SPICE_HOLD ? spice_start_stream(o, err) : TM_OK;
     case TM_OUT_TABLE:
       for (size_t i = 0; i < o->n_cols; i++) {
         const char *t = kinds[i] == TM_CELL_NULL ? "NULL" : texts[i];
@@ -429,10 +486,27 @@ static int flush_table(tm_out *o, tm_error *err) {
   return emit(o, b->ptr, b->len, err);
 }
 
+/* SPICE_V1's end: the whole document when every row was held, else the data array's end. */
+static int spice_end(tm_out *o, tm_error *err) {
+  tm_buf *b = &o->line;
+  tm_buf_clear(b);
+  if (o->streaming) {
+    TM_TRY(tm_buf_printf(b, err, "],\"row_count\":%lld}\n", (long long)o->n_rows));
+    return emit(o, b->ptr, b->len, err);
+  }
+  TM_TRY(tm_buf_printf(b, err, "{\"row_count\":%lld,", (long long)o->n_rows));
+  TM_TRY(put_spice_schema(o, b, err));
+  TM_TRY(tm_buf_puts(b, ",\"data\":[", err));
+  TM_TRY(emit(o, b->ptr, b->len, err));
+  TM_TRY(emit(o, o->table.ptr, o->table.len, err));
+  return emit(o, "]}\n", 3, err);
+}
+
 int tm_out_end(tm_out *o, tm_error *err) {
   int rc = TM_OK;
-  if (o->format == TM_OUT_JSON) rc = emit(o, o->n_rows ? "\n]\n" : "]\n", o->n_rows ? 3 : 2, err);
+  if (o->format == TM_OUT_JSON) rc = emit(o, "]\n", 2, err);
   else if (o->format == TM_OUT_TABLE) rc = flush_table(o, err);
+  else if (o->format == TM_OUT_SPICE_V1) rc = spice_end(o, err);
   tm_out_dispose(o);
   return rc;
 }
@@ -443,6 +517,9 @@ void tm_out_dispose(tm_out *o) {
   tm_free(o->names);
   tm_free(o->widths);
   tm_free(o->right_align);
+  if (o->types)
+    for (size_t i = 0; i < o->n_cols; i++) tm_free(o->types[i]);
+  tm_free(o->types);
   tm_buf_dispose(&o->line);
   tm_buf_dispose(&o->table);
   memset(o, 0, sizeof *o);

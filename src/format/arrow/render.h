@@ -12,6 +12,10 @@
  * tm_out is a streaming writer: header once, then rows of cells, then end.
  * Rows come from batches (tm_out_batch) or from any row source that can give
  * each cell as text plus a kind (the SQL layer feeds DuckDB results).
+ *
+ * JSON is written compact, as Spice's /v1/sql writes it: `[{"a":1},{"a":2}]`
+ * and a newline, one line whatever the row count (Spice's clients split an
+ * answer on newlines to tell a stream of JSON documents from one document).
  */
 #ifndef TM_FORMAT_ARROW_RENDER_H
 #define TM_FORMAT_ARROW_RENDER_H
@@ -33,8 +37,21 @@ typedef enum tm_out_format {
   TM_OUT_TABLE = 0, /* aligned text table with a header rule */
   TM_OUT_CSV,       /* RFC 4180, header row */
   TM_OUT_JSON,      /* an array of row objects */
-  TM_OUT_JSONL      /* one object per line */
+  TM_OUT_JSONL,     /* one object per line */
+  TM_OUT_SPICE_V1   /* Spice's application/vnd.spiceai.sql.v1+json (tm_out_begin_fields) */
 } tm_out_format;
+
+/*
+ * TM_OUT_SPICE_V1 writes {"row_count":N,"schema":{"fields":[...],"metadata":{}},
+ * "data":[row objects as TM_OUT_JSON writes them]}, the fields as arrow-rs
+ * serializes an Arrow Field (name, data_type, nullable, dict_id 0,
+ * dict_is_ordered false, metadata {}). Spice puts row_count first, and so does
+ * the writer while the rows it holds stay under TM_OUT_SPICE_HOLD bytes: it
+ * keeps them until the end. Past that it sends the schema and the rows held,
+ * streams the rest, and writes row_count last (`..."data":[...],"row_count":N}`),
+ * so that memory stays bounded; JSON member order carries no meaning.
+ */
+#define TM_OUT_SPICE_HOLD ((size_t)256 << 10)
 
 /** Parses "table", "csv", "json", "jsonl". */
 int tm_out_format_parse(const char *s, tm_out_format *out);
@@ -67,6 +84,8 @@ typedef struct tm_out {
   tm_buf table;        /* TABLE: all cells, NUL-separated */
   size_t *widths;      /* TABLE: display width per column */
   bool *right_align;   /* TABLE: numbers align right */
+  char **types;        /* SPICE_V1: owned data_type JSON texts, n_cols */
+  bool streaming;      /* SPICE_V1: the head went out; rows are no longer held (in table) */
   tm_error sink_err;
 } tm_out;
 
@@ -75,6 +94,15 @@ int tm_out_file_sink(const char *data, size_t len, void *payload);
 
 int tm_out_begin(tm_out *o, tm_out_format format, const char *const *names, size_t n_cols,
                  tm_out_sink_fn sink, void *payload, tm_error *err) TM_WARN_UNUSED;
+/**
+ * tm_out_begin with each column's Arrow type: data_types[i] is the JSON text
+ * of the arrow-rs DataType of column i ("Int64", {"Decimal128":[10,2]}; copied,
+ * written as it is). TM_OUT_SPICE_V1 needs them (TM_EINVALID without); the
+ * other formats do not use them (NULL is fine).
+ */
+int tm_out_begin_fields(tm_out *o, tm_out_format format, const char *const *names,
+                        const char *const *data_types, size_t n_cols, tm_out_sink_fn sink,
+                        void *payload, tm_error *err) TM_WARN_UNUSED;
 /** One row: n_cols cells; texts[i] may be NULL for TM_CELL_NULL. */
 int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
                const tm_cell_kind *kinds, tm_error *err) TM_WARN_UNUSED;

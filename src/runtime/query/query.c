@@ -1,9 +1,12 @@
 /*
  * query.c - POST /v1/sql: read-only SQL over the accelerations, answered as
- * JSON, CSV or a text table, streamed when large (runtime layer; SPEC 1.3,
- * C5, D4).
+ * JSON, CSV, a text table, NDJSON or Spice's application/vnd.spiceai.sql.v1+json,
+ * streamed when large (runtime layer; SPEC 1.3, C5, D4).
  *
- * The body is the SQL text (DuckDB's dialect). The statement runs in a SQL
+ * The body is the SQL text (DuckDB's dialect), or Spice's JSON envelope
+ * {"sql", "parameters"} when the Content-Type is application/json, whose
+ * values are bound to the statement's parameters (sqlreq.h; the Accept
+ * header is read there too). The statement runs in a SQL
  * session taken from a pool (one DuckDB connection each; engine/sql.h), as
  * one DuckDB transaction, so the answer is one consistent state even while
  * refreshes commit (C5); the gate refuses writes and file access (D4), the
@@ -25,6 +28,7 @@
 
 #include "runtime/http/http.h"
 #include "runtime/query/pool.h"
+#include "runtime/query/sqlreq.h"
 #include "runtime/runtime_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -98,66 +102,6 @@ void tm_rt__sessions_interrupt(tm_runtime *rt) {
   pthread_mutex_unlock(&rt->pool_mu);
 }
 
-/* ---- content negotiation --------------------------------------------------------------------- */
-
-typedef struct media {
-  const char *type;
-  tm_out_format format;
-  const char *content_type;
-} media;
-
-static const media k_media[] = {
-    {"application/json", TM_OUT_JSON, "application/json"},
-    {"text/csv", TM_OUT_CSV, "text/csv; charset=utf-8"},
-    {"text/plain", TM_OUT_TABLE, "text/plain; charset=utf-8"},
-    {"application/x-ndjson", TM_OUT_JSONL, "application/x-ndjson"},
-    {"application/jsonl", TM_OUT_JSONL, "application/x-ndjson"},
-    {"*/*", TM_OUT_JSON, "application/json"},
-    {"application/*", TM_OUT_JSON, "application/json"},
-    {"text/*", TM_OUT_TABLE, "text/plain; charset=utf-8"},
-};
-
-/*
- * Picks the output for an Accept header: the supported type with the highest
- * q (the first listed on a tie); no header is JSON. NULL when nothing fits.
- */
-static const media *negotiate(const char *accept) {
-  if (!accept || !*accept) return &k_media[0];
-  const media *best = NULL;
-  double best_q = 0;
-  const char *p = accept;
-  while (*p) {
-    const char *end = strchr(p, ',');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    tm_strview item = tm_sv_trim(tm_sv(p, n));
-    const char *semi = memchr(item.ptr, ';', item.len);
-    tm_strview type = tm_sv_trim(tm_sv(item.ptr, semi ? (size_t)(semi - item.ptr) : item.len));
-    double q = 1;
-    if (semi) {
-      tm_strview params = tm_sv(semi + 1, item.len - (size_t)(semi + 1 - item.ptr));
-      const char *qp = NULL;
-      for (size_t i = 0; i + 1 < params.len; i++)
-        if ((params.ptr[i] == 'q' || params.ptr[i] == 'Q') && params.ptr[i + 1] == '=') {
-          qp = params.ptr + i + 2;
-          break;
-        }
-      if (qp) {
-        size_t ql = 0;
-        while (qp + ql < params.ptr + params.len && qp[ql] != ';' && qp[ql] != ' ') ql++;
-        if (tm_parse_double(qp, ql, &q) != TM_OK || q < 0 || q > 1) q = 0;
-      }
-    }
-    for (size_t i = 0; i < sizeof k_media / sizeof k_media[0]; i++)
-      if (tm_sv_eq_nocase(type, k_media[i].type) && q > best_q) {
-        best = &k_media[i];
-        best_q = q;
-      }
-    if (!end) break;
-    p = end + 1;
-  }
-  return best;
-}
-
 /* ---- one query ------------------------------------------------------------------------------ */
 
 /*
@@ -179,8 +123,10 @@ static const media *negotiate(const char *accept) {
 typedef struct sql_job {
   tm_qpool_job base; /* first: the pool's view */
   tm_runtime *rt;
-  const media *m;
+  const tm_sqlreq_media *m;
   char *sql;         /* owned */
+  tm_sql_params params; /* owned: the JSON body's values */
+  bool bind;         /* the JSON body had "parameters": bind params */
   int64_t t0_ns, deadline_ns;
 
   /* worker only */
@@ -234,6 +180,7 @@ static void job_release(sql_job *j) {
   tm_free(j->lens);
   tm_free(j->kinds);
   tm_free(j->sql);
+  tm_sql_params_dispose(&j->params);
   pthread_cond_destroy(&j->cv);
   pthread_mutex_destroy(&j->mu);
   tm_free(j);
@@ -266,6 +213,27 @@ static int fill(sql_job *j, size_t want) {
   return TM_OK;
 }
 
+/*
+ * Opens the writer of Spice's application/vnd.spiceai.sql.v1+json, which
+ * names each column's Arrow type (worker; texts hold the names). The types'
+ * texts live in cells until the writer has copied them.
+ */
+static int begin_spice(sql_job *j) {
+  for (size_t i = 0; i < j->n_cols; i++) {
+    j->offs[i] = j->cells.len;
+    TM_TRY(tm_sql_column_arrow_type(j->st, i, &j->cells, &j->err));
+    TM_TRY(tm_buf_putc(&j->cells, '\0', &j->err));
+  }
+  const char **types = tm_calloc(j->n_cols ? j->n_cols : 1, sizeof *types);
+  if (!types) return tm_error_nomem(&j->err);
+  for (size_t i = 0; i < j->n_cols; i++) types[i] = j->cells.ptr + j->offs[i];
+  int rc = tm_out_begin_fields(&j->out, TM_OUT_SPICE_V1, j->texts, types, j->n_cols,
+                               pending_sink, j, &j->err);
+  tm_free(types);
+  tm_buf_clear(&j->cells);
+  return rc;
+}
+
 /* Prepares the statement and renders the first chunk (worker). */
 static int start_statement(sql_job *j) {
   tm_runtime *rt = j->rt;
@@ -279,7 +247,7 @@ static int start_statement(sql_job *j) {
   if (!abandoned) j->live = j->session;
   pthread_mutex_unlock(&j->mu);
   if (abandoned) return tm_error_set(&j->err, TM_ECANCELLED, "the client left");
-  TM_TRY(tm_sql_prepare(j->session, j->sql, &j->st, &j->err));
+  TM_TRY(tm_sql_prepare_params(j->session, j->sql, j->bind ? &j->params : NULL, &j->st, &j->err));
   j->n_cols = tm_sql_column_count(j->st);
   size_t n = j->n_cols ? j->n_cols : 1;
   j->offs = tm_calloc(n + 1, sizeof *j->offs);
@@ -288,7 +256,8 @@ static int start_statement(sql_job *j) {
   j->kinds = tm_calloc(n, sizeof *j->kinds);
   if (!j->offs || !j->texts || !j->lens || !j->kinds) return tm_error_nomem(&j->err);
   for (size_t i = 0; i < j->n_cols; i++) j->texts[i] = tm_sql_column_name(j->st, i);
-  TM_TRY(tm_out_begin(&j->out, j->m->format, j->texts, j->n_cols, pending_sink, j, &j->err));
+  if (j->m->format == TM_OUT_SPICE_V1) TM_TRY(begin_spice(j));
+  else TM_TRY(tm_out_begin(&j->out, j->m->format, j->texts, j->n_cols, pending_sink, j, &j->err));
   j->out_open = true;
   return fill(j, FIRST_CHUNK);
 }
@@ -443,28 +412,53 @@ void tm_rt__handle_sql(void *app, tm_http_request *req, tm_http_reply *rep) {
     tm_http_reply_message(rep, 503, "the runtime is shutting down");
     return;
   }
-  const media *m = negotiate(tm_http_header(req, MHD_HTTP_HEADER_ACCEPT));
+  const tm_sqlreq_media *m = tm_sqlreq_negotiate(tm_http_header(req, MHD_HTTP_HEADER_ACCEPT));
   if (!m) {
-    tm_http_reply_message(rep, 406,
-                          "unsupported Accept (allowed: application/json, text/csv, text/plain)");
+    tm_http_reply_message(rep, 406, "unsupported Accept (allowed: %s)", tm_sqlreq_supported());
     return;
   }
-  const char *sql = tm_buf_cstr(&req->body);
-  if (strlen(sql) != req->body.len) {
-    tm_http_reply_message(rep, 400, "the query contains a NUL byte");
-    return;
+  /* Spice's clients send {"sql", "parameters"} as application/json; anything else is SQL text. */
+  char *sql = NULL;
+  tm_sql_params params;
+  memset(&params, 0, sizeof params);
+  bool bind = false;
+  bool json = tm_sqlreq_is_json(tm_http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE));
+  if (json) {
+    tm_error perr;
+    tm_error_init(&perr);
+    if (tm_sqlreq_parse_json(req->body.ptr, req->body.len, &sql, &params, &bind, &perr) != TM_OK) {
+      tm_http_reply_message(rep, perr.code == TM_ENOMEM ? 500 : 400, "%s", perr.message);
+      return;
+    }
+  } else {
+    const char *text = tm_buf_cstr(&req->body);
+    if (strlen(text) != req->body.len) {
+      tm_http_reply_message(rep, 400, "the query contains a NUL byte");
+      return;
+    }
+    if (!(sql = tm_strdup(text))) {
+      tm_http_reply_message(rep, 500, "out of memory");
+      return;
+    }
   }
   tm_strview trimmed = tm_sv_trim(tm_sv_cstr(sql));
   if (trimmed.len == 0) {
-    tm_http_reply_message(rep, 400, "empty query: send the SQL text as the request body");
+    tm_free(sql);
+    tm_sql_params_dispose(&params);
+    tm_http_reply_message(rep, 400, json ? "empty query: the JSON body's \"sql\" holds no SQL"
+                                         : "empty query: send the SQL text as the request body");
     return;
   }
   sql_job *j = tm_calloc(1, sizeof *j);
-  if (!j || !(j->sql = tm_strdup(sql))) {
-    tm_free(j);
+  if (!j) {
+    tm_free(sql);
+    tm_sql_params_dispose(&params);
     tm_http_reply_message(rep, 500, "out of memory");
     return;
   }
+  j->sql = sql;
+  j->params = params;
+  j->bind = bind;
   j->base.run = run_job;
   j->rt = rt;
   j->m = m;

@@ -221,8 +221,8 @@ TM_TEST(sql_renders_faithful_types) {
   tm_free(csv);
   char *json = query(s, "SELECT id, ts, amount, ok, kind FROM ev WHERE id = 4", TM_OUT_JSON);
   TM_ASSERT_STR_EQ(json,
-                   "[\n{\"id\":4,\"ts\":\"2024-06-01T00:04:00.006Z\",\"amount\":-3.52,\"ok\":false,"
-                   "\"kind\":\"click\"}\n]\n");
+                   "[{\"id\":4,\"ts\":\"2024-06-01T00:04:00.006Z\",\"amount\":-3.52,\"ok\":false,"
+                   "\"kind\":\"click\"}]\n");
   tm_free(json);
   char *table = query(s, "SELECT id, kind FROM ev WHERE id < 2", TM_OUT_TABLE);
   TM_ASSERT_CONTAINS(table, "(2 rows)");
@@ -242,7 +242,7 @@ TM_TEST(sql_renders_faithful_types) {
                "'b'::ENUM('a', 'b') AS e, '101'::BIT AS bits, TIMETZ '10:00:00+05:30' AS ttz",
                TM_OUT_JSON);
   TM_ASSERT_STR_EQ(json,
-                   "[\n{\"nan\":\"NaN\",\"inf\":\"inf\",\"ninf\":\"-inf\","
+                   "[{\"nan\":\"NaN\",\"inf\":\"inf\",\"ninf\":\"-inf\","
                    "\"d38\":12345678901234567890123456789012345678,\"small\":-0.000001,"
                    "\"h\":170141183460469231731687303715884105727,\"u\":18446744073709551615,"
                    "\"t\":\"2024-01-02T03:04:05.5\",\"tz\":\"2024-01-02T01:04:05Z\","
@@ -251,7 +251,7 @@ TM_TEST(sql_renders_faithful_types) {
                    "\"s\":\"a\\\"b\\\\c\\n\",\"bl\":\"\\\\x00\\\\xFF\",\"l\":[1,null,3],"
                    "\"st\":{\"k\":\"v\",\"n\":[1.5]},\"m\":{\"a\":1},\"m2\":[{\"key\":1,\"value\":\"x\"}],"
                    "\"ll\":[[1],[]],\"pinf\":\"infinity\",\"e\":\"b\",\"bits\":\"101\","
-                   "\"ttz\":\"10:00:00+05:30\"}\n]\n");
+                   "\"ttz\":\"10:00:00+05:30\"}]\n");
   tm_free(json);
   tm_sql_session_free(s);
   tm_sql_catalog_free(cat);

@@ -5,6 +5,7 @@
 #include "format/arrow/render.h"
 #include "tm_test.h"
 #include "util/alloc.h"
+#include "util/str.h"
 
 static void all_types_schema(tm_schema *s) {
   tm_error err;
@@ -208,7 +209,7 @@ TM_TEST(output_csv_json_table) {
   tm_cell_kind k1[] = {TM_CELL_NUMBER, TM_CELL_TEXT}, k2[] = {TM_CELL_NULL, TM_CELL_TEXT};
   struct { tm_out_format f; const char *want; } cases[] = {
       {TM_OUT_CSV, "id,name\r\n1,\"a,\"\"b\"\"\"\r\n,\"\"\r\n"},
-      {TM_OUT_JSON, "[\n{\"id\":1,\"name\":\"a,\\\"b\\\"\"},\n{\"id\":null,\"name\":\"\"}\n]\n"},
+      {TM_OUT_JSON, "[{\"id\":1,\"name\":\"a,\\\"b\\\"\"},{\"id\":null,\"name\":\"\"}]\n"},
       {TM_OUT_TABLE, "id   | name\n-----+------\n   1 | a,\"b\"\nNULL | \n(2 rows)\n"},
   };
   for (size_t i = 0; i < 3; i++) {
@@ -221,6 +222,66 @@ TM_TEST(output_csv_json_table) {
     TM_ASSERT_STR_EQ(tm_buf_cstr(&b), cases[i].want);
     tm_buf_dispose(&b);
   }
+}
+
+/*
+ * Spice's application/vnd.spiceai.sql.v1+json (SPEC 1.3): row_count first, as
+ * Spice writes it, while the rows fit TM_OUT_SPICE_HOLD; past that the
+ * schema and rows stream and row_count comes last. Fields as arrow-rs
+ * serializes them. No column types: refused.
+ */
+TM_TEST(output_spice_v1_holds_then_streams) {
+  tm_error err;
+  const char *names[] = {"id", "name"};
+  const char *types[] = {"\"Int64\"", "\"Utf8\""};
+  const char *t1[] = {"1", "a"};
+  size_t l1[] = {1, 1};
+  tm_cell_kind k1[] = {TM_CELL_NUMBER, TM_CELL_TEXT};
+  const char *fields =
+      "\"schema\":{\"fields\":[{\"name\":\"id\",\"data_type\":\"Int64\",\"nullable\":true,"
+      "\"dict_id\":0,\"dict_is_ordered\":false,\"metadata\":{}},{\"name\":\"name\",\"data_type\":"
+      "\"Utf8\",\"nullable\":true,\"dict_id\":0,\"dict_is_ordered\":false,\"metadata\":{}}],"
+      "\"metadata\":{}}";
+  char want[1024];
+  /* Small: held, row_count first. */
+  tm_buf b = TM_BUF_INIT(1 << 20);
+  tm_out o;
+  TM_ASSERT_OK(tm_out_begin_fields(&o, TM_OUT_SPICE_V1, names, types, 2, sink_buf, &b, &err), &err);
+  TM_ASSERT_INT_EQ(b.len, 0);
+  TM_ASSERT_OK(tm_out_row(&o, t1, l1, k1, &err), &err);
+  TM_ASSERT_OK(tm_out_row(&o, t1, l1, k1, &err), &err);
+  TM_ASSERT_INT_EQ(b.len, 0);
+  TM_ASSERT_OK(tm_out_end(&o, &err), &err);
+  snprintf(want, sizeof want, "{\"row_count\":2,%s,\"data\":[{\"id\":1,\"name\":\"a\"},"
+                              "{\"id\":1,\"name\":\"a\"}]}\n", fields);
+  TM_ASSERT_STR_EQ(tm_buf_cstr(&b), want);
+  /* Empty: the schema all the same (Spice writes "schema": {} then). */
+  tm_buf_clear(&b);
+  TM_ASSERT_OK(tm_out_begin_fields(&o, TM_OUT_SPICE_V1, names, types, 2, sink_buf, &b, &err), &err);
+  TM_ASSERT_OK(tm_out_end(&o, &err), &err);
+  snprintf(want, sizeof want, "{\"row_count\":0,%s,\"data\":[]}\n", fields);
+  TM_ASSERT_STR_EQ(tm_buf_cstr(&b), want);
+  /* Large: streams once past the hold; row_count last; the document still parses whole. */
+  tm_buf_clear(&b);
+  TM_ASSERT_OK(tm_out_begin_fields(&o, TM_OUT_SPICE_V1, names, types, 2, sink_buf, &b, &err), &err);
+  int64_t rows = 0;
+  while (b.len == 0) {
+    TM_ASSERT_OK(tm_out_row(&o, t1, l1, k1, &err), &err);
+    rows++;
+  }
+  TM_ASSERT((size_t)rows * 20 > TM_OUT_SPICE_HOLD); /* held until past the hold */
+  size_t at_switch = b.len;
+  TM_ASSERT_OK(tm_out_row(&o, t1, l1, k1, &err), &err);
+  TM_ASSERT(b.len > at_switch); /* then each row goes straight out */
+  rows++;
+  TM_ASSERT_OK(tm_out_end(&o, &err), &err);
+  snprintf(want, sizeof want, "{%s,\"data\":[{\"id\":1,", fields);
+  TM_ASSERT(strncmp(tm_buf_cstr(&b), want, strlen(want)) == 0);
+  snprintf(want, sizeof want, "{\"id\":1,\"name\":\"a\"}],\"row_count\":%lld}\n", (long long)rows);
+  TM_ASSERT(tm_str_has_suffix(tm_buf_cstr(&b), want));
+  tm_buf_dispose(&b);
+  /* The format needs the types. */
+  TM_ASSERT_RC(tm_out_begin(&o, TM_OUT_SPICE_V1, names, 2, sink_buf, &b, &err), TM_EINVALID);
 }
 
 /*
@@ -254,7 +315,7 @@ TM_TEST(output_json_replaces_invalid_utf8) {
       TM_ASSERT_OK(tm_out_row(&o, t, l, k, &err), &err);
       TM_ASSERT_OK(tm_out_end(&o, &err), &err);
       char want[128];
-      snprintf(want, sizeof want, f ? "{\"c\\ufffd\":\"%s\"}\n" : "[\n{\"c\\ufffd\":\"%s\"}\n]\n",
+      snprintf(want, sizeof want, f ? "{\"c\\ufffd\":\"%s\"}\n" : "[{\"c\\ufffd\":\"%s\"}]\n",
                cases[i].want);
       TM_ASSERT_STR_EQ(tm_buf_cstr(&b), want);
       tm_buf_dispose(&b);
