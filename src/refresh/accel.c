@@ -284,9 +284,29 @@ void tm_accel_free(tm_accel *a) {
   tm_free(a->base_dir);
   tm_free(a->temp_dir);
   tm_free(a->mem_uuid);
+  tm_free(a->refresh_sql);
   pthread_mutex_destroy(&a->refresh_lock);
   pthread_mutex_destroy(&a->state_lock);
   tm_free(a);
+}
+
+int tm_accel_set_refresh_sql(tm_accel *a, const char *sql, tm_error *err) {
+  char *copy = tm_strdup(sql);
+  if (!copy) return tm_error_nomem(err);
+  pthread_mutex_lock(&a->state_lock);
+  tm_free(a->refresh_sql);
+  a->refresh_sql = copy;
+  pthread_mutex_unlock(&a->state_lock);
+  tm_log(TM_LOG_INFO, a->def->name, "refresh_sql updated through the API: the next refreshes read %s", sql);
+  return TM_OK;
+}
+
+char *tm_accel_refresh_sql(tm_accel *a) {
+  pthread_mutex_lock(&a->state_lock);
+  const char *sql = a->refresh_sql ? a->refresh_sql : a->def->acceleration.refresh_sql;
+  char *copy = sql ? tm_strdup(sql) : NULL;
+  pthread_mutex_unlock(&a->state_lock);
+  return copy;
 }
 
 void tm_accel_get_info(tm_accel *a, tm_accel_info *out) {

@@ -157,6 +157,16 @@ int tm_accel_retention(tm_accel *a, int64_t now_ms, int64_t *deleted_out, tm_err
 
 const tm_dataset_def *tm_accel_def(const tm_accel *a);
 /**
+ * Replaces the dataset's refresh_sql for the refreshes that start from now on
+ * (Spice's PATCH /v1/datasets/{name}/acceleration); it acts as the config's
+ * would (A10), is kept in memory only (a restart reads the config again), and
+ * a refresh running now keeps the one it started with. Thread-safe.
+ * Errors: TM_ENOMEM.
+ */
+int tm_accel_set_refresh_sql(tm_accel *a, const char *sql, tm_error *err) TM_WARN_UNUSED;
+/** The refresh_sql in force (set, else the config's, else NULL), as a copy: tm_free. */
+char *tm_accel_refresh_sql(tm_accel *a);
+/**
  * Fills o with the engine options of dataset d on db: mode, path, primary
  * key, time column, and on_conflict, whose rules go into oc (caller-owned,
  * must outlive o; o->on_conflict points at it when it holds any).

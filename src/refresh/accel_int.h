@@ -42,6 +42,8 @@ struct tm_accel {
   char last_error[TM_ERROR_MESSAGE_MAX];
   int64_t last_error_ms;
   int64_t last_commit_ms;       /* wall ms the last committed refresh started; 0: unknown */
+  char *refresh_sql;            /* owned or NULL: Spice's PATCH .../acceleration replaced the
+                                   config's refresh_sql with it (state_lock) */
 };
 
 /** Sets the status (and its gauge); a->state_lock is held. */

@@ -66,12 +66,16 @@ static int describe_source(run *r) {
   tm_accel *a = r->a;
   TM_TRY(tm_source_describe(a->source, r->err));
   r->schema = tm_source_schema(a->source);
-  const char *sql = r->req->sql ? r->req->sql : a->def->acceleration.refresh_sql;
+  /* A one-off refresh_sql, else the dataset's (the config's, or one set through the API). */
+  char *set = r->req->sql ? NULL : tm_accel_refresh_sql(a);
+  const char *sql = r->req->sql ? r->req->sql : set;
+  int rc = TM_OK;
   if (sql) {
-    TM_TRY(tm_sqlsource_new(&r->sql, a->db, a->source, a->def->name, sql, r->err));
-    r->schema = tm_sqlsource_schema(r->sql);
+    rc = tm_sqlsource_new(&r->sql, a->db, a->source, a->def->name, sql, r->err);
+    if (rc == TM_OK) r->schema = tm_sqlsource_schema(r->sql);
   }
-  return TM_OK;
+  tm_free(set);
+  return rc;
 }
 
 /* The source exists but holds no data yet: whether this refresh then reads nothing (plan.h). */

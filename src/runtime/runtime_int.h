@@ -88,7 +88,7 @@ struct tm_runtime {
   size_t n_pool, cap_pool;
   tm_sql_session **active;      /* sessions running a query (not owned), for shutdown */
   size_t n_active, cap_active;
-  tm_http_route routes[8];      /* the API's routes (body limits from opts) */
+  tm_http_route routes[16];     /* the API's routes (body limits from opts) */
   size_t n_routes;
   tm_http_route metrics_routes[1];
   struct tm_qpool *queries;     /* owned: the query slots (query/pool.h) */

@@ -134,6 +134,12 @@ json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *statu
     if (acc->refresh_check_interval_ms > 0) tm_duration_format(acc->refresh_check_interval_ms, iv, sizeof iv);
     json_object_set_new(o, "refresh_check_interval",
                         acc->refresh_check_interval_ms > 0 ? json_string(iv) : json_null());
+    json_object_set_new(o, "refresh_cron", acc->refresh_cron ? tm_json_text(acc->refresh_cron) : json_null());
+    /* The refresh_sql in force: the config's, or one set through PATCH .../acceleration. */
+    char *sql = a ? tm_accel_refresh_sql(a) : NULL;
+    const char *shown = sql ? sql : acc->refresh_sql;
+    json_object_set_new(o, "refresh_sql", shown ? tm_json_text(shown) : json_null());
+    tm_free(sql);
   }
   json_object_set_new(o, "time_column", def->time_column ? tm_json_text(def->time_column) : json_null());
   tm_engine *e = a ? tm_accel_engine(a) : NULL;

@@ -58,6 +58,34 @@ for body in '{"refresh_jitter_max": "soon"}' '{"refresh_jitter_max": 5}'; do
   assert_contains "$BODY" "refresh_jitter_max must be a duration"
 done
 
+# Spice's PATCH .../acceleration {"refresh_sql"}: the next refreshes read through it (none is
+# triggered by it); GET .../acceleration shows it; null changes nothing; errors are 400/404.
+api PATCH /v1/datasets/Events/acceleration -H 'Content-Type: application/json' \
+  --data '{"refresh_sql": "SELECT * FROM events WHERE id >= 1000"}'
+assert_eq "$STATUS" 200 "PATCH refresh_sql: $BODY"
+assert_eq "$BODY" "" "PATCH answers 200 with no body, as Spice"
+api GET /v1/datasets/events/acceleration
+assert_eq "$(jq -r .refresh_sql <<<"$BODY")" "SELECT * FROM events WHERE id >= 1000"
+gen_jsonl "$T/data/c.jsonl" 1000 2
+gen_jsonl "$T/data/d.jsonl" 900 1 late
+before=$(sql_value "SELECT count(*) AS n FROM events")
+api POST /v1/datasets/events/acceleration/refresh
+assert_eq "$STATUS" 201
+wait_until 10 count_is events $((before + 2)) || fail "the refresh after PATCH did not read through the new refresh_sql"
+sleep 0.5
+count_is events $((before + 2)) || fail "a row outside the PATCHed refresh_sql was loaded"
+api PATCH /v1/datasets/events/acceleration --data '{"refresh_sql": null}'
+assert_eq "$STATUS" 200 "PATCH with null"
+api GET /v1/datasets/events/acceleration
+assert_eq "$(jq -r .refresh_sql <<<"$BODY")" "SELECT * FROM events WHERE id >= 1000" "null changes nothing"
+for body in '{"refresh_sql": "DELETE FROM events"}' '{"refresh_sql": 5}' '{"nope": 1}' '[1]' '{bad'; do
+  api PATCH /v1/datasets/events/acceleration --data "$body"
+  assert_eq "$STATUS" 400 "PATCH $body: $BODY"
+done
+api PATCH /v1/datasets/nope/acceleration --data '{"refresh_sql": "SELECT 1"}'
+assert_eq "$STATUS" 404
+note "PATCH .../acceleration sets the refresh_sql of the next refreshes"
+
 # The schedule: refreshes of ticks every 1 s, each shifted by up to 0.9 s.
 n0=$(grep -c '\[ticks\] refresh finished' "$SERVER_LOG")
 wait_until 30 bash -c "[[ \$(grep -c '\[ticks\] refresh finished' '$SERVER_LOG') -ge $((n0 + 8)) ]]" ||

@@ -203,6 +203,32 @@ static void h_acceleration(void *app, tm_http_request *req, tm_http_reply *rep) 
   tm_http_reply_json(rep, 200, o);
 }
 
+/*
+ * The request's body as a JSON object (an empty body: none, *out NULL), or a
+ * 400 reply naming the problem; what names the keys expected, for messages.
+ */
+static bool body_object(tm_http_request *req, tm_http_reply *rep, const char *what, json_t **out) {
+  *out = NULL;
+  const char *text = tm_buf_cstr(&req->body);
+  size_t i = 0;
+  while (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') i++;
+  if (!text[i]) return true;
+  json_error_t jerr;
+  json_t *body = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!body) {
+    tm_http_reply_message(rep, 400, "malformed JSON body at line %d, column %d: %s", jerr.line,
+                          jerr.column, jerr.text);
+    return false;
+  }
+  if (!json_is_object(body)) {
+    json_decref(body);
+    tm_http_reply_message(rep, 400, "the body must be a JSON object: %s", what);
+    return false;
+  }
+  *out = body;
+  return true;
+}
+
 /* Whether sql starts with SELECT or WITH (a refresh_sql reads; SPEC A10). */
 static bool looks_like_select(const char *sql) {
   while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r' || *sql == '(') sql++;
@@ -229,23 +255,8 @@ static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
   const char *sql = NULL;
   int64_t jitter_ms = -1; /* the dataset's refresh_jitter_* */
   json_t *body = NULL;
-  const char *text = tm_buf_cstr(&req->body);
-  size_t i = 0;
-  while (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') i++;
-  if (text[i]) {
-    json_error_t jerr;
-    body = json_loadb(req->body.ptr, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!body) {
-      tm_http_reply_message(rep, 400, "malformed JSON body at line %d, column %d: %s", jerr.line,
-                            jerr.column, jerr.text);
-      return;
-    }
-    if (!json_is_object(body)) {
-      json_decref(body);
-      tm_http_reply_message(rep, 400, "the body must be a JSON object: "
-                                      "{\"refresh_sql\": ..., \"refresh_mode\": ...}");
-      return;
-    }
+  if (!body_object(req, rep, "{\"refresh_sql\": ..., \"refresh_mode\": ...}", &body)) return;
+  if (body) {
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v) {
@@ -309,6 +320,52 @@ static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
   }
 }
 
+/*
+ * PATCH /v1/datasets/{name}/acceleration {"refresh_sql": "SELECT ..."}:
+ * Spice's update of a dataset's refresh_sql, used by the refreshes that start
+ * from now on (it triggers none); null or no refresh_sql changes nothing.
+ * 200 with no body, as Spice answers.
+ */
+static void h_update_acceleration(void *app, tm_http_request *req, tm_http_reply *rep) {
+  tm_runtime *rt = app;
+  tm_rt_dataset *ds = path_dataset(rt, req, rep);
+  if (!ds) return;
+  if (!ds->accelerated) {
+    tm_http_reply_message(rep, 400, "dataset '%s' has no acceleration to update", ds->def->name);
+    return;
+  }
+  json_t *body = NULL;
+  if (!body_object(req, rep, "{\"refresh_sql\": \"SELECT ...\"}", &body)) return;
+  const char *sql = NULL, *key;
+  json_t *v;
+  json_object_foreach(body, key, v) {
+    if (strcmp(key, "refresh_sql") != 0) {
+      tm_http_reply_message(rep, 400, "unknown key '%s' (allowed: refresh_sql)", key);
+      json_decref(body);
+      return;
+    }
+    if (json_is_null(v)) continue;
+    if (!json_is_string(v) || !looks_like_select(json_string_value(v))) {
+      tm_http_reply_message(rep, 400, "refresh_sql must be a SELECT statement (a string)");
+      json_decref(body);
+      return;
+    }
+    sql = json_string_value(v);
+  }
+  tm_accel *a = sql ? tm_rt__accel(rt, ds) : NULL;
+  tm_error err;
+  tm_error_init(&err);
+  if (sql && !a) {
+    tm_http_reply_message(rep, 503, "dataset '%s' has not loaded yet", ds->def->name);
+  } else if (sql && tm_accel_set_refresh_sql(a, sql, &err) != TM_OK) {
+    tm_http_reply_message(rep, 500, "%s", err.message);
+  } else {
+    tm_buf_clear(&rep->body);
+    rep->status = 200;
+  }
+  json_decref(body);
+}
+
 static void h_metrics(void *app, tm_http_request *req, tm_http_reply *rep) {
   (void)req;
   tm_runtime *rt = app;
@@ -332,8 +389,11 @@ void tm_rt__routes_init(tm_runtime *rt) {
       {"POST", "/v1/sql", tm_rt__handle_sql, false, rt->opts.max_sql_bytes},
       {"GET", "/v1/datasets", h_datasets, false, 0},
       {"GET", "/v1/datasets/{name}/acceleration", h_acceleration, false, 0},
+      {"PATCH", "/v1/datasets/{name}/acceleration", h_update_acceleration, false, REFRESH_BODY_LIMIT},
       {"POST", "/v1/datasets/{name}/acceleration/refresh", h_refresh, false, REFRESH_BODY_LIMIT},
   };
+  _Static_assert(sizeof api / sizeof api[0] <= sizeof rt->routes / sizeof rt->routes[0],
+                 "rt->routes holds every route");
   rt->n_routes = sizeof api / sizeof api[0];
   memcpy(rt->routes, api, sizeof api);
   const tm_http_route m = {"GET", "/metrics", h_metrics, false, 0};
