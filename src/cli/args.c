@@ -143,6 +143,16 @@ bool tm_cli_flag(const tm_cli_cmd *cmd, const tm_cli_args *args, const char *lon
   return tm_cli_get(cmd, args, long_name) != NULL;
 }
 
+const char *tm_cli_refresh_sql(const tm_cli_cmd *cmd, const tm_cli_args *args) {
+  const char *sql = tm_cli_get(cmd, args, "sql");
+  return sql ? sql : tm_cli_get(cmd, args, "refresh-sql");
+}
+
+bool tm_cli_refresh_full(const tm_cli_cmd *cmd, const tm_cli_args *args) {
+  const char *mode = tm_cli_get(cmd, args, "refresh-mode");
+  return tm_cli_flag(cmd, args, "full") || (mode && strcmp(mode, "full") == 0);
+}
+
 static int g_argc;
 static char **g_argv;
 

@@ -54,6 +54,10 @@ void tm_cli_print_help(const tm_cli_cmd *cmd);
 /** Index of the option named long_name in cmd->opts (programming error if absent). */
 const char *tm_cli_get(const tm_cli_cmd *cmd, const tm_cli_args *args, const char *long_name);
 bool tm_cli_flag(const tm_cli_cmd *cmd, const tm_cli_args *args, const char *long_name);
+/* `tidemark refresh`: the one-off refresh_sql (--sql, or Spice's --refresh-sql), or NULL. */
+const char *tm_cli_refresh_sql(const tm_cli_cmd *cmd, const tm_cli_args *args);
+/* `tidemark refresh`: a full refresh (--full, or Spice's --refresh-mode full). */
+bool tm_cli_refresh_full(const tm_cli_cmd *cmd, const tm_cli_args *args);
 /** Prints "tidemark CMD: message" to stderr and returns TM_EXIT_USAGE. */
 int tm_cli_usage_error(const tm_cli_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -44,6 +44,8 @@ static const tm_cli_opt k_opts[] = {
     {"full", 0, NULL, "a full refresh instead of the configured mode"},
     {"explain", 0, NULL, "print each refresh's plan (what it would read and commit) and change nothing"},
     {"sql", 0, "SQL", "a one-off refresh_sql for this refresh (reads by time, SPEC A10/B11)"},
+    {"refresh-sql", 0, "SQL", "Spice's spelling of --sql"},
+    {"refresh-mode", 0, "full|append", "Spice's: full is --full; append, the configured append"},
     {"url", 0, "URL", "trigger the refresh on a running server instead (tidemark run)"},
     {"api-key", 0, "KEY", "with --url: the server's API key (or TIDEMARK_API_KEY)"},
     {0}};
@@ -163,7 +165,7 @@ static void plan_start(stamp_plan *p, const tm_config *cfg, const tm_cli_cmd *cm
   p->stamp = tm_asprintf("%s/.tidemark/%s", cfg->dir, TM_NOOP_STAMP_NAME);
   if (!p->stamp) return;
   unlink(p->stamp); /* whatever this run does, the old stamp no longer holds */
-  p->ok = !tm_cli_get(cmd, args, "sql") && !tm_cli_flag(cmd, args, "full") &&
+  p->ok = !tm_cli_refresh_sql(cmd, args) && !tm_cli_refresh_full(cmd, args) &&
           tm_noop_key(tm_cli_argc(), tm_cli_argv(), "/proc/self/exe", &p->key);
   char cwd[4096];
   if (p->ok && getcwd(cwd, sizeof cwd)) plan_path(p, absolute(cwd, cfg->path));
@@ -250,8 +252,8 @@ static int explain_all(const tm_config *cfg, const tm_cli_cmd *cmd, const tm_cli
     tm_accel *a = NULL;
     tm_refresh_request req;
     tm_refresh_request_init(&req);
-    req.full = tm_cli_flag(cmd, args, "full");
-    req.sql = tm_cli_get(cmd, args, "sql");
+    req.full = tm_cli_refresh_full(cmd, args);
+    req.sql = tm_cli_refresh_sql(cmd, args);
     tm_buf text = TM_BUF_INIT(1 << 20);
     int rc = tm_accel_new(&a, d, &ao, &err);
     if (rc == TM_OK) rc = tm_accel_explain(a, &req, &text, &err);
@@ -281,8 +283,15 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   const char *url = tm_cli_get(cmd, args, "url");
   bool explain = tm_cli_flag(cmd, args, "explain");
   if (url && explain) return tm_cli_usage_error(cmd, "--explain plans in this process: drop --url");
+  const char *mode = tm_cli_get(cmd, args, "refresh-mode");
+  if (tm_cli_get(cmd, args, "sql") && tm_cli_get(cmd, args, "refresh-sql"))
+    return tm_cli_usage_error(cmd, "give --sql or --refresh-sql, not both");
+  if (mode && strcmp(mode, "full") != 0 && strcmp(mode, "append") != 0)
+    return tm_cli_usage_error(cmd, "bad --refresh-mode '%s' (allowed: full, append)", mode);
+  if (mode && strcmp(mode, "append") == 0 && tm_cli_flag(cmd, args, "full"))
+    return tm_cli_usage_error(cmd, "--full and --refresh-mode append contradict each other");
   if (url) return tm_cli_refresh_remote(cmd, url, args, NULL);
-  const char *sql = tm_cli_get(cmd, args, "sql");
+  const char *sql = tm_cli_refresh_sql(cmd, args);
   if (sql && args->n_positional != 1)
     return tm_cli_usage_error(cmd, "--sql applies to one dataset: name it");
   if (!getenv("TIDEMARK_LOG")) tm_log_set_level(TM_LOG_WARN);
@@ -298,6 +307,17 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     }
     if (!d->has_acceleration || !d->acceleration.enabled) {
       code = tm_cli_usage_error(cmd, "dataset '%s' has no acceleration to refresh", d->name);
+      tm_config_dispose(&cfg);
+      return code;
+    }
+  }
+  /* --refresh-mode append: what the datasets do already, so it must be their mode (as the API). */
+  for (size_t i = 0; mode && strcmp(mode, "append") == 0 && i < cfg.n_datasets; i++) {
+    const tm_dataset_def *d = &cfg.datasets[i];
+    if (selected(d, args) && d->has_acceleration && d->acceleration.enabled &&
+        d->acceleration.refresh_mode != TM_REFRESH_APPEND) {
+      code = tm_cli_usage_error(cmd, "dataset '%s' refreshes in full mode; an append refresh needs "
+                                     "refresh_mode: append in the config", d->name);
       tm_config_dispose(&cfg);
       return code;
     }
@@ -351,7 +371,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     }
     tm_refresh_request req;
     tm_refresh_request_init(&req);
-    req.full = tm_cli_flag(cmd, args, "full");
+    req.full = tm_cli_refresh_full(cmd, args);
     req.sql = sql;
     progress p = {0, tm_monotonic_ns(), false};
     if (tty) {

@@ -220,9 +220,11 @@ int tm_cli_refresh_remote(const tm_cli_cmd *cmd, const char *url, const tm_cli_a
   if (!api_key) api_key = getenv("TIDEMARK_API_KEY");
   if (!api_key) api_key = config_key;
   json_t *opts = json_object();
-  const char *sql = tm_cli_get(cmd, args, "sql");
+  const char *sql = tm_cli_refresh_sql(cmd, args);
+  const char *mode = tm_cli_get(cmd, args, "refresh-mode");
   if (sql) json_object_set_new(opts, "refresh_sql", json_string(sql));
-  if (tm_cli_flag(cmd, args, "full")) json_object_set_new(opts, "refresh_mode", json_string("full"));
+  if (tm_cli_refresh_full(cmd, args)) json_object_set_new(opts, "refresh_mode", json_string("full"));
+  else if (mode) json_object_set_new(opts, "refresh_mode", json_string(mode)); /* append: the server checks it */
   char *body = json_dumps(opts, JSON_COMPACT);
   json_decref(opts);
   /* Without names: every accelerated dataset the server has. */
