@@ -337,7 +337,7 @@ int tm_cron_next(const tm_cron *c, int64_t after, int64_t *next) {
       for (int mi = h == h0 ? m0 : 0; mi < 60; mi++) {
         if (!((c->minutes >> mi) & 1u)) continue;
         for (int s = h == h0 && mi == m0 ? s0 : 0; s < 60; s++) {
-          int64_t t;
+          int64_t t = 0;
           if (((c->seconds >> s) & 1u) && local_instant(y, m, d, h, mi, s, &t) && t > after) {
             *next = t;
             return TM_OK;
