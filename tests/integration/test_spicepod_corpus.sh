@@ -23,6 +23,8 @@
 #                                Polled until equal (refreshes are asynchronous).
 #     run FUNCTION               a function of the pod's setup.sh (e.g. new files)
 #     refresh NAME               POST /v1/datasets/NAME/acceleration/refresh: 201
+#     slow STEP                  STEP (timeout, check, ...) only with TM_STRESS=1: it
+#                                waits on the pod's own schedule (the retention pod's 60 s)
 #   setup.sh       optional; defines setup() (called in the work folder before
 #                  the pod is filled in) and the functions `run` names.
 # Every dataset `tidemark config check` lists must have a check. The servers
@@ -211,6 +213,8 @@ run_pod() { # run_pod NAME: in a subshell; its last line on stdout is the result
       "env "*) line=$(fill "${line#env }"); export "${line%%=*}=${line#*=}" ;;
       "api_key "*) key=${line#api_key } ;;
       "timeout "* | "check "* | "run "* | "refresh "*) steps+=("$line") ;;
+      # A step that waits on a pod's published schedule (minutes): `make stress` only.
+      "slow "*) [[ -n ${TM_STRESS:-} ]] && steps+=("${line#slow }") ;;
       *) fail "$name: bad expect line [$line]" ;;
     esac
   done < "$src/expect"

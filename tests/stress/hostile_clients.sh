@@ -5,7 +5,7 @@
 #   - without the key every path is 401, known or not (the routes cannot be
 #     listed); a 10 MB body is 413 before it is read; a request whose head
 #     trickles in one byte every 300 ms is cut at the request deadline;
-#   - then tests/tools/hostile_clients.py for TM_HOSTILE_SECONDS (20 s in
+#   - then tests/tools/hostile_clients.py for TM_HOSTILE_SECONDS (12 s in
 #     `make check`, 300 with TM_STRESS=1): slowloris at 2x the connection cap,
 #     10 MB bodies, heavy single-call queries (string functions over 8 MB
 #     values, a cross join, a recursive CTE) at 4x the query slots, while a
@@ -17,7 +17,7 @@
 #     server stops cleanly.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/../integration/runtime_lib.sh"
-secs=${TM_HOSTILE_SECONDS:-$([[ -n ${TM_STRESS:-} ]] && echo 300 || echo 20)}
+secs=${TM_HOSTILE_SECONDS:-$([[ -n ${TM_STRESS:-} ]] && echo 300 || echo 12)}
 mkdir -p "$T/data"
 gen_jsonl "$T/data/a.jsonl" 1 50
 cat > "$T/tidemark.yaml" <<YAML

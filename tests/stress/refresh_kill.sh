@@ -8,8 +8,8 @@
 # Short in `make check`; TM_STRESS=1 runs 120 trials per engine (cayenne, duckdb, sqlite; file mode).
 source "$(dirname "$0")/../integration/lib.sh"
 seed_random refresh_kill
-trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 120 || echo 5)}
-rows=${TM_KILL_ROWS:-$([[ -n ${TM_STRESS:-} ]] && echo 40000 || echo 20000)}
+trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 120 || echo 3)}
+rows=${TM_KILL_ROWS:-$([[ -n ${TM_STRESS:-} ]] && echo 40000 || echo 10000)}
 mkdir -p "$T/data"
 cat > "$T/tm.yaml" <<YAML
 datasets:

@@ -15,12 +15,12 @@
 # older ones are all still in the table, no query failed, the log has no
 # error, and RSS did not grow (end <= 1.25 x the level at a quarter of the
 # run + 16 MB, on runs of 10 minutes or more).
-# TM_SOAK_SECONDS sets the length: 30 s in `make check`, 1800 with TM_STRESS=1.
+# TM_SOAK_SECONDS sets the length: 15 s in `make check`, 1800 with TM_STRESS=1.
 # TM_SOAK_OUT=DIR keeps the RSS curve and the logs there.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/../integration/runtime_lib.sh"
 export TZ=UTC
-secs=${TM_SOAK_SECONDS:-$([[ -n ${TM_STRESS:-} ]] && echo 1800 || echo 30)}
+secs=${TM_SOAK_SECONDS:-$([[ -n ${TM_STRESS:-} ]] && echo 1800 || echo 15)}
 clients=${TM_SOAK_CLIENTS:-16}
 out=${TM_SOAK_OUT:-$T/out}
 mkdir -p "$out"
