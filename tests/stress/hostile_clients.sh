@@ -10,7 +10,7 @@
 #     10 MB bodies, heavy single-call queries (string functions over 8 MB
 #     values, a cross join, a recursive CTE) at 4x the query slots, while a
 #     prober from another address asks /health, /v1/ready and /v1/datasets:
-#     /health p99 under 100 ms, every heavy query answered within the time
+#     /health p99 under 100 ms (p95 when fewer than 100 probes: the short form), every heavy query answered within the time
 #     limit + 1 s, the server's RSS under TM_HOSTILE_RSS_MB (1536 MB; the
 #     release build peaks near 90 MB, see docs/RELIABILITY.md);
 #   - afterwards a plain query answers right, the log has no error, and the
