@@ -29,7 +29,7 @@
 #                  the pod is filled in) and the functions `run` names.
 # Every dataset `tidemark config check` lists must have a check. The servers
 # (two s3rver, Azurite, two Iceberg REST catalogs, the Glue server) start once;
-# pods run three at a time (TM_CORPUS_JOBS). Prints one line per pod, then
+# pods run four at a time (TM_CORPUS_JOBS). Prints one line per pod, then
 # "N passed, M failed".
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/runtime_lib.sh"
@@ -282,7 +282,7 @@ for d in "$CORPUS"/*/; do  # the pods that wait longest first
 done
 ((${#names[@]} >= 20)) || fail "the corpus has ${#names[@]} pods (at least 20)"
 # Pods mostly wait (for a refresh, a server, a poll): three share the two cores.
-JOBS=${TM_CORPUS_JOBS:-3}
+JOBS=${TM_CORPUS_JOBS:-4}
 started=0
 for name in "${names[@]}"; do
   # JOBS pods at a time; a pod is done when its rc file is.

@@ -11,11 +11,11 @@
 #     with an error: never a wrong answer;
 #   - after the refresh that follows (the one a failed query starts, or one
 #     asked for through the API), the same query answers exactly.
-# TM_DAMAGE_TRIALS trials per engine: 3 in `make check`, 110 with TM_STRESS=1
+# TM_DAMAGE_TRIALS trials per engine: 2 in `make check`, 110 with TM_STRESS=1
 # (330 in all).
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/../integration/runtime_lib.sh"
-trials=${TM_DAMAGE_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 110 || echo 3)}
+trials=${TM_DAMAGE_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 110 || echo 2)}
 seed_random damage
 mkdir -p "$T/data"
 python3 - "$T/data/a.jsonl" <<'PY'

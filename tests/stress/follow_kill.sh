@@ -8,7 +8,7 @@
 # runs 100 trials per engine.
 source "$(dirname "$0")/../integration/lib.sh"
 seed_random follow_kill
-trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 100 || echo 3)}
+trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 100 || echo 2)}
 rows=${TM_KILL_ROWS:-20000}
 cd "$T"
 cat > tm.yaml <<YAML

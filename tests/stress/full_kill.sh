@@ -9,7 +9,7 @@
 # Short in `make check`; TM_STRESS=1 runs 60 trials per engine.
 source "$(dirname "$0")/../integration/lib.sh"
 seed_random full_kill
-trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 60 || echo 3)}
+trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 60 || echo 2)}
 rows=${TM_KILL_ROWS:-15000}
 mkdir -p "$T/data"
 cat > "$T/tm.yaml" <<YAML

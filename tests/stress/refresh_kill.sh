@@ -9,7 +9,7 @@
 source "$(dirname "$0")/../integration/lib.sh"
 seed_random refresh_kill
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 120 || echo 3)}
-rows=${TM_KILL_ROWS:-$([[ -n ${TM_STRESS:-} ]] && echo 40000 || echo 10000)}
+rows=${TM_KILL_ROWS:-$([[ -n ${TM_STRESS:-} ]] && echo 40000 || echo 6000)}
 mkdir -p "$T/data"
 cat > "$T/tm.yaml" <<YAML
 datasets:

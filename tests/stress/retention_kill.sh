@@ -12,7 +12,7 @@ source "$(dirname "$0")/../integration/lib.sh"
 seed_random retention_kill
 source "$(dirname "$0")/../integration/runtime_lib.sh"
 export TZ=UTC
-trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 60 || echo 3)}
+trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 60 || echo 2)}
 rows=${TM_KILL_ROWS:-20000}
 mkdir -p "$T/data"
 # Half of each file is older than the retention period (2020), half recent;

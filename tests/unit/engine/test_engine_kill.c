@@ -10,7 +10,7 @@
  * No DuckDB instance is open across a fork: the child opens its own, and the
  * parent opens one for each check and closes it before the next trial.
  *
- * Short form (make check): 10 trials per engine. TM_STRESS=1 (make stress,
+ * Short form (make check): 6 trials per engine. TM_STRESS=1 (make stress,
  * tests/stress/engine_kill.sh): 120 per engine.
  */
 #include <errno.h>
@@ -290,8 +290,8 @@ static void kill_trials(tm_engine_kind kind, int trials) {
   tm_free(m.writer);
 }
 
-TM_TEST(engine_d1_sigkill_cayenne) { kill_trials(TM_ENGINE_CAYENNE, tm_test_stress() ? 120 : 10); }
+TM_TEST(engine_d1_sigkill_cayenne) { kill_trials(TM_ENGINE_CAYENNE, tm_test_stress() ? 120 : 6); }
 
-TM_TEST(engine_d1_sigkill_sqlite) { kill_trials(TM_ENGINE_SQLITE, tm_test_stress() ? 120 : 10); }
+TM_TEST(engine_d1_sigkill_sqlite) { kill_trials(TM_ENGINE_SQLITE, tm_test_stress() ? 120 : 6); }
 
-TM_TEST(engine_d1_sigkill_duckdb) { kill_trials(TM_ENGINE_DUCKDB, tm_test_stress() ? 120 : 10); }
+TM_TEST(engine_d1_sigkill_duckdb) { kill_trials(TM_ENGINE_DUCKDB, tm_test_stress() ? 120 : 6); }

@@ -135,7 +135,7 @@ static void sweep(const rfx_scenario *s) {
   TM_ASSERT(total > 0);
   bool stress = tm_test_stress();
   const char *env = getenv("TM_ALLOC_SAMPLES");
-  int64_t samples = env ? atoll(env) : 15;
+  int64_t samples = env ? atoll(env) : 10;
   int64_t step = stress || samples <= 0 || total <= samples ? 1 : total / samples;
   tally sticky;
   memset(&sticky, 0, sizeof sticky);
