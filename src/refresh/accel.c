@@ -177,6 +177,7 @@ void tm_accel_source_options(const tm_dataset_def *d, const char *base_dir, tm_s
   so->time_column = d->time_column;
   so->time_partition_column = d->time_partition_column;
   so->time_column_is_text = d->time_format == TM_TIME_FORMAT_ISO8601;
+  so->unsupported_action = d->unsupported_type_action;
 }
 
 /* ---- lifecycle -------------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "source/source.h"
 #include "util/cron.h"
 #include "util/str.h"
 #include "util/time.h"
@@ -115,6 +116,7 @@ typedef struct tm_dataset_def {
   char **depends_on;            /* owned array of n_depends_on dataset names (Spice's
                                    dependsOn): this dataset loads after them */
   size_t n_depends_on;
+  tm_unsupported_action unsupported_type_action; /* Spice's key; default error */
 } tm_dataset_def;
 
 void tm_dataset_def_init(tm_dataset_def *d);

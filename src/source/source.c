@@ -25,6 +25,7 @@ int tm_source_spec_init(tm_source_spec *out, const tm_source_options *o, tm_erro
   memset(out, 0, sizeof *out);
   tm_kv_init(&out->params);
   out->time_column_is_text = o->time_column_is_text;
+  out->unsupported_action = o->unsupported_action;
   TM_TRY(dup_opt(&out->from, o->from, err));
   TM_TRY(dup_opt(&out->name, o->name, err));
   TM_TRY(dup_opt(&out->base_dir, o->base_dir, err));
@@ -54,6 +55,9 @@ void tm_source_spec_options(const tm_source_spec *s, tm_source_options *out) {
   out->time_column = s->time_column;
   out->time_partition_column = s->time_partition_column;
   out->time_column_is_text = s->time_column_is_text;
+  out->unsupported_action = s->unsupported_action;
+  /* The flag is the spec's own state (not const data): sources opened from it share it. */
+  out->warned_unsupported = (atomic_bool *)&s->warned_unsupported;
 }
 
 void tm_source_table_dispose(tm_source_table *t) {

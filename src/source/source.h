@@ -17,6 +17,7 @@
 #ifndef TM_SOURCE_SOURCE_H
 #define TM_SOURCE_SOURCE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,22 @@ typedef struct tm_source tm_source;
 typedef struct tm_scan tm_scan;
 
 /** How to open a source. Views; they must outlive tm_source_open only. */
+/*
+ * What a source does with a column of a type tidemark cannot read (today:
+ * Parquet's nested LIST, MAP and STRUCT columns and the types listed as
+ * unsupported in parquet.h), the dataset key unsupported_type_action:
+ *   ERROR   the column is in the schema (typed utf8) and reading it fails,
+ *           naming the file and the column: a scan that does not project it
+ *           (a refresh_sql or a query that selects other columns) reads the rest;
+ *   WARN    the column is left out of the schema, logged once per source;
+ *   IGNORE  the column is left out of the schema silently.
+ */
+typedef enum tm_unsupported_action {
+  TM_UNSUPPORTED_ERROR = 0,
+  TM_UNSUPPORTED_WARN,
+  TM_UNSUPPORTED_IGNORE
+} tm_unsupported_action;
+
 typedef struct tm_source_options {
   int version;                   /* TM_SOURCE_OPTIONS_VERSION */
   const char *from;              /* the dataset's `from` */
@@ -38,6 +55,9 @@ typedef struct tm_source_options {
   const char *time_column;       /* the dataset's time column, or NULL */
   const char *time_partition_column; /* or NULL */
   bool time_column_is_text;      /* time_format ISO8601: keep it as a string in CSV/JSON */
+  tm_unsupported_action unsupported_action; /* a column of a type tidemark cannot read */
+  atomic_bool *warned_unsupported; /* optional: `warn` logs once per flag (shared by the
+                                      sources opened from one spec), else once per source */
 } tm_source_options;
 
 #define TM_SOURCE_OPTIONS_VERSION 1
@@ -46,6 +66,8 @@ typedef struct tm_source_options {
 typedef struct tm_source_spec {
   char *from, *name, *base_dir, *time_column, *time_partition_column; /* owned or NULL */
   bool time_column_is_text;
+  tm_unsupported_action unsupported_action;
+  atomic_bool warned_unsupported; /* the `warn` of the sources opened from it logged */
   tm_kv params;
 } tm_source_spec;
 

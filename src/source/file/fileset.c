@@ -11,7 +11,11 @@
  * column or time partition column is `last_modified` and the data has no
  * real column of that name (A7). Later files are conformed to it: a missing
  * nullable column reads as NULL, extra columns are ignored, a type that
- * differs is an error naming both files (docs/SOURCES.md).
+ * differs is an error naming both files (docs/SOURCES.md). A Parquet column of
+ * a type tidemark cannot read (a nested LIST, MAP or STRUCT) follows the
+ * dataset's unsupported_type_action (source.h): with `error` it stays in the
+ * schema and only a scan that projects it fails; with `warn`/`ignore` it is
+ * left out.
  *
  * Scans prune whole files by partition values and last-modified time, prune
  * Parquet row groups by statistics, and filter rows exactly.
@@ -58,6 +62,9 @@ typedef struct fileset {
   char *time_column;    /* owned or NULL */
   char *part_column;    /* owned or NULL */
   bool time_text;
+  tm_unsupported_action unsupported_action;
+  atomic_bool own_warned;
+  atomic_bool *warned;  /* `warn` logs the skipped columns once: the options' flag, or own */
   /* After describe: */
   file_entry *files;    /* owned, sorted by key */
   size_t n_files;
@@ -280,6 +287,41 @@ static void text_options(const fileset *fs, tm_text_options *o, const char **kee
   }
 }
 
+/*
+ * The data schema of a Parquet file under the dataset's
+ * unsupported_type_action: readable columns as they are; an unreadable one
+ * (nested, or of an unsupported type) as a nullable utf8 placeholder that
+ * fails when read (error), or left out (warn: logged once; ignore).
+ */
+static int parquet_schema(fileset *fs, const tm_parquet_file *pf, const char *key,
+                          tm_schema *out, tm_error *err) {
+  size_t n = tm_parquet_num_fields(pf);
+  tm_buf skipped;
+  tm_buf_init(&skipped, 4096);
+  int rc = TM_OK;
+  for (size_t i = 0; i < n && rc == TM_OK; i++) {
+    const tm_parquet_field *fd = tm_parquet_field_at(pf, i);
+    if (!fd->unsupported) {
+      rc = tm_schema_add(out, fd->name, fd->type, fd->nullable, fd->field_id, err);
+      continue;
+    }
+    if (fs->unsupported_action == TM_UNSUPPORTED_ERROR) {
+      rc = tm_schema_add(out, fd->name, tm_type_of(TM_TYPE_UTF8), true, fd->field_id, err);
+    } else if (fs->unsupported_action == TM_UNSUPPORTED_WARN && !atomic_load(fs->warned)) {
+      rc = tm_buf_printf(&skipped, err, "%s%s (%s)", skipped.len ? ", " : "", fd->name,
+                         fd->unsupported);
+    }
+  }
+  if (rc == TM_OK && skipped.len && !atomic_exchange(fs->warned, true)) {
+    tm_log(TM_LOG_WARN, fs->base.name,
+           "%s: columns left out (unsupported_type_action: warn): %.*s", key, (int)skipped.len,
+           skipped.ptr);
+  }
+  tm_buf_dispose(&skipped);
+  if (rc < 0) tm_schema_dispose(out);
+  return rc;
+}
+
 /* Reads the data schema of one file. */
 static int file_schema(fileset *fs, const file_entry *f, tm_schema *out, tm_error *err) {
   tm_input *in = NULL;
@@ -289,7 +331,7 @@ static int file_schema(fileset *fs, const file_entry *f, tm_schema *out, tm_erro
     tm_parquet_file *pf = NULL;
     rc = tm_parquet_open(&pf, in, NULL, err); /* takes in */
     in = NULL;
-    if (rc == TM_OK) rc = tm_parquet_schema(pf, out, err);
+    if (rc == TM_OK) rc = parquet_schema(fs, pf, f->key, out, err);
     tm_parquet_close(pf);
   } else {
     tm_text_options o;
@@ -457,6 +499,17 @@ static bool file_may_match(const fs_scan *s, const file_entry *f) {
   return true;
 }
 
+/* Whether the scan reads column name: projected, or filtered on. */
+static bool scan_needs(const fs_scan *s, const char *name) {
+  const tm_scan_request *r = &s->req;
+  if (!r->columns || r->n_columns == 0) return true;
+  for (size_t i = 0; i < r->n_columns; i++)
+    if (strcmp(r->columns[i], name) == 0) return true;
+  for (size_t i = 0; r->predicate && i < r->predicate->n_terms; i++)
+    if (strcmp(r->predicate->terms[i].column, name) == 0) return true;
+  return false;
+}
+
 static int open_file(fs_scan *s, file_entry *f, tm_error *err) {
   fileset *fs = s->fs;
   s->cur = f;
@@ -465,12 +518,15 @@ static int open_file(fs_scan *s, file_entry *f, tm_error *err) {
     tm_input *in = s->in;
     s->in = NULL;
     TM_TRY(tm_parquet_open(&s->pq, in, NULL, err));
-    /* Project the dataset's data columns the file has (conform adds the rest). */
+    /* Project the dataset's data columns the file has and the scan needs
+     * (conform adds the rest as NULLs, which the projection then drops). */
     size_t n = fs->data_schema.n_cols, k = 0;
     size_t *idx = tm_calloc(n ? n : 1, sizeof *idx);
     if (!idx) return tm_error_nomem(err);
     for (size_t i = 0; i < n; i++) {
-      int j = tm_parquet_find_field(s->pq, fs->data_schema.cols[i].name);
+      const char *name = fs->data_schema.cols[i].name;
+      if (!scan_needs(s, name)) continue;
+      int j = tm_parquet_find_field(s->pq, name);
       if (j >= 0) idx[k++] = (size_t)j;
     }
     tm_parquet_scan_options o = TM_PARQUET_SCAN_OPTIONS_INIT;
@@ -480,6 +536,14 @@ static int open_file(fs_scan *s, file_entry *f, tm_error *err) {
     o.batch_rows = s->req.batch_rows;
     int rc = tm_parquet_scan_new(&s->pqs, s->pq, &o, err);
     tm_free(idx);
+    if (rc == TM_EUNSUPPORTED) {
+      char msg[sizeof err->message];
+      snprintf(msg, sizeof msg, "%s", err->message);
+      rc = tm_error_set(err, rc,
+                        "%s (dataset %s, unsupported_type_action: error; warn or ignore leaves "
+                        "the column out, or select only the other columns)",
+                        msg, fs->base.name);
+    }
     return rc;
   }
   tm_text_options o;
@@ -744,6 +808,8 @@ int tm_source__open_fileset(tm_source **out, const tm_source_options *opts, tm_e
   if (rc == TM_OK && opts->time_column && !(fs->time_column = tm_strdup(opts->time_column))) rc = tm_error_nomem(err);
   if (rc == TM_OK && opts->time_partition_column && !(fs->part_column = tm_strdup(opts->time_partition_column))) rc = tm_error_nomem(err);
   fs->time_text = opts->time_column_is_text;
+  fs->unsupported_action = opts->unsupported_action;
+  fs->warned = opts->warned_unsupported ? opts->warned_unsupported : &fs->own_warned;
   if (rc == TM_OK) {
     const char *from = opts->from;
     if (tm_str_has_prefix(from, "file://")) rc = open_local(fs, from + 7, opts->base_dir, err);

@@ -91,7 +91,7 @@ static scanned scan_all(tm_source *src, tm_error *err) {
 }
 
 static int open_source(tm_source **src, const char *from, const tm_kv *params, tm_error *err) {
-  tm_source_options o = {TM_SOURCE_OPTIONS_VERSION, from, "t", params, NULL, NULL, NULL, false};
+  tm_source_options o = {TM_SOURCE_OPTIONS_VERSION, from, "t", params, NULL, NULL, NULL, false, TM_UNSUPPORTED_ERROR, NULL};
   int rc = tm_source_open(src, &o, err);
   if (rc == TM_OK) rc = tm_source_describe(*src, err);
   return rc;
@@ -309,4 +309,86 @@ TM_TEST(empty_and_missing_folders) {
   TM_ASSERT_RC(open_source(&src, from, NULL, &err), TM_EUNAVAILABLE);
   TM_ASSERT_CONTAINS(err.message, "does not exist");
   tm_source_free(src);
+}
+
+/* Copies ../shared/testdata/parquet/NAME into dir. */
+static void copy_shared(const char *name, const char *dir) {
+  const char *td = tm_test_require_shared();
+  char src[2048], dst[2048];
+  snprintf(src, sizeof src, "%s/parquet/%s", td, name);
+  snprintf(dst, sizeof dst, "%s/%s", dir, name);
+  FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+  TM_ASSERT(in && out);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) TM_ASSERT(fwrite(buf, 1, n, out) == n);
+  fclose(in);
+  TM_ASSERT(fclose(out) == 0);
+}
+
+static int open_with_action(tm_source **src, const char *from, tm_unsupported_action action,
+                            tm_error *err) {
+  tm_source_options o = {TM_SOURCE_OPTIONS_VERSION, from, "t", NULL, NULL, NULL, NULL, false, action, NULL};
+  int rc = tm_source_open(src, &o, err);
+  if (rc == TM_OK) rc = tm_source_describe(*src, err);
+  return rc;
+}
+
+/* issue 16: a nested column (nested_lists.snappy.parquet: list `a`, int `b`)
+ * does not block the flat one; unsupported_type_action decides its fate. */
+TM_TEST(unsupported_type_action_on_nested_columns) {
+  const char *dir = tm_test_path("nested");
+  char from[1100];
+  mkdirs(dir);
+  copy_shared("nested_lists.snappy.parquet", dir);
+  snprintf(from, sizeof from, "file:%s", dir);
+  tm_error err;
+  tm_error_init(&err);
+
+  /* error: the nested column is in the schema (as text) and fails only when read. */
+  tm_source *src = NULL;
+  TM_ASSERT_OK(open_with_action(&src, from, TM_UNSUPPORTED_ERROR, &err), &err);
+  const tm_schema *s = tm_source_schema(src);
+  TM_ASSERT_INT_EQ(s->n_cols, 2);
+  TM_ASSERT_STR_EQ(s->cols[0].name, "a");
+  TM_ASSERT_INT_EQ(s->cols[0].type.id, TM_TYPE_UTF8);
+  TM_ASSERT_STR_EQ(s->cols[1].name, "b");
+  scanned r = scan_all(src, &err);
+  TM_ASSERT_RC(r.rc, TM_EUNSUPPORTED);
+  TM_ASSERT_CONTAINS(err.message, "nested_lists.snappy.parquet: unsupported nested column a");
+  TM_ASSERT_CONTAINS(err.message, "unsupported_type_action: error");
+  /* Projecting the flat column reads it (and only it). */
+  const char *cols[] = {"b"};
+  tm_scan_request req;
+  tm_scan_request_init(&req);
+  req.columns = cols;
+  req.n_columns = 1;
+  tm_scan *scan = NULL;
+  TM_ASSERT_OK(tm_source_scan(src, &req, &scan, &err), &err);
+  tm_batch b;
+  int64_t rows = 0;
+  int rc;
+  while ((rc = tm_scan_next(scan, &b, &err)) == TM_OK) {
+    TM_ASSERT_INT_EQ(b.schema.n_cols, 1);
+    TM_ASSERT_STR_EQ(b.schema.cols[0].name, "b");
+    rows += b.n_rows;
+    tm_batch_release(&b);
+  }
+  TM_ASSERT_RC(rc, TM_ITEROVER);
+  TM_ASSERT_INT_EQ(rows, 3);
+  tm_scan_free(scan);
+  tm_source_free(src);
+
+  /* warn and ignore: the column is left out, the rest reads. */
+  for (int action = TM_UNSUPPORTED_WARN; action <= TM_UNSUPPORTED_IGNORE; action++) {
+    src = NULL;
+    TM_ASSERT_OK(open_with_action(&src, from, (tm_unsupported_action)action, &err), &err);
+    s = tm_source_schema(src);
+    TM_ASSERT_INT_EQ(s->n_cols, 1);
+    TM_ASSERT_STR_EQ(s->cols[0].name, "b");
+    r = scan_all(src, &err);
+    TM_ASSERT_OK(r.rc, &err);
+    TM_ASSERT_INT_EQ(r.rows, 3);
+    tm_source_free(src);
+  }
 }
