@@ -38,12 +38,15 @@ typedef struct tm_scan tm_scan;
  *           naming the file and the column: a scan that does not project it
  *           (a refresh_sql or a query that selects other columns) reads the rest;
  *   WARN    the column is left out of the schema, logged once per source;
- *   IGNORE  the column is left out of the schema silently.
+ *   IGNORE  the column is left out of the schema silently;
+ *   STRING  a nested column loads as JSON text (utf8); another unreadable
+ *           column is as with ERROR.
  */
 typedef enum tm_unsupported_action {
   TM_UNSUPPORTED_ERROR = 0,
   TM_UNSUPPORTED_WARN,
-  TM_UNSUPPORTED_IGNORE
+  TM_UNSUPPORTED_IGNORE,
+  TM_UNSUPPORTED_STRING
 } tm_unsupported_action;
 
 typedef struct tm_source_options {

@@ -80,6 +80,8 @@ struct tm_pq_column {
   int64_t page_left; /* levels (= rows) left in the page */
   int def_kind;      /* 0: none (all valid), 1: RLE, 2: legacy BIT_PACKED */
   tm_pq_rle def_rle;
+  bool has_rep;      /* levels mode: the page has repetition levels */
+  tm_pq_rle rep_rle;
   const uint8_t *def_bp;
   size_t def_bp_len;
   uint64_t def_bp_pos;
@@ -323,8 +325,11 @@ int tm_parquet__column_new(tm_pq_column **out, const tm_pq_column_desc *desc, ui
   tm_buf_init(&c->dict_values, (size_t)4 << 30);
   tm_buf_init(&c->dict_data, TM_PQ_MAX_PAGE);
   int rc = setup_conv(c, err);
-  if (rc == TM_OK && desc->max_def > 1)
+  if (rc == TM_OK && !desc->levels && (desc->max_def > 1 || desc->max_rep > 0))
     rc = col_error(c, err, TM_EUNSUPPORTED, "definition level %d on a flat column", desc->max_def);
+  if (rc == TM_OK && (desc->max_def > 255 || desc->max_rep > 255 || desc->max_def < 0 ||
+                      desc->max_rep < 0))
+    rc = col_error(c, err, TM_EUNSUPPORTED, "levels deeper than 255");
   if (rc == TM_OK && !tm_parquet__codec_supported(desc->codec))
     rc = col_error(c, err, desc->codec == 3 ? TM_EUNSUPPORTED : TM_ECORRUPT,
                    desc->codec == 3 ? "LZO compression is not supported"
@@ -656,6 +661,16 @@ static int setup_values(tm_pq_column *c, int enc, const uint8_t *p, size_t len, 
   }
 }
 
+/* Bits needed for levels 0..max. */
+static int level_width(int max) {
+  int w = 0;
+  while (max > 0) {
+    w++;
+    max >>= 1;
+  }
+  return w;
+}
+
 /* Reads page headers until a data page is open (page_left > 0). */
 static int next_page(tm_pq_column *c, tm_error *err) {
   for (;;) {
@@ -702,16 +717,29 @@ static int next_page(tm_pq_column *c, tm_error *err) {
         return col_error(c, err, TM_ECORRUPT, "page holds %d values, the chunk only %lld more",
                          (int)h.num_values, (long long)c->values_left);
       c->def_kind = 0;
+      c->has_rep = false;
+      if (c->d.max_rep > 0) {
+        if (h.rep_encoding != ENC_RLE)
+          return col_error(c, err, TM_EUNSUPPORTED, "repetition levels in encoding %d",
+                           (int)h.rep_encoding);
+        if (len < 4) return col_error(c, err, TM_ECORRUPT, "repetition levels pass the page end");
+        uint32_t l = le32(p);
+        if (l > len - 4) return col_error(c, err, TM_ECORRUPT, "repetition levels pass the page end");
+        tm_parquet__rle_init(&c->rep_rle, p + 4, l, level_width(c->d.max_rep));
+        c->has_rep = true;
+        p += 4 + l;
+        len -= 4 + (size_t)l;
+      }
       if (c->d.max_def > 0) {
         if (h.def_encoding == ENC_RLE) {
           if (len < 4) return col_error(c, err, TM_ECORRUPT, "definition levels pass the page end");
           uint32_t l = le32(p);
           if (l > len - 4) return col_error(c, err, TM_ECORRUPT, "definition levels pass the page end");
-          tm_parquet__rle_init(&c->def_rle, p + 4, l, 1);
+          tm_parquet__rle_init(&c->def_rle, p + 4, l, level_width(c->d.max_def));
           c->def_kind = 1;
           p += 4 + l;
           len -= 4 + (size_t)l;
-        } else if (h.def_encoding == ENC_BIT_PACKED) {
+        } else if (h.def_encoding == ENC_BIT_PACKED && !c->d.levels) {
           size_t l = ((size_t)h.num_values + 7) / 8;
           if (l > len) return col_error(c, err, TM_ECORRUPT, "definition levels pass the page end");
           c->def_bp = p;
@@ -743,8 +771,16 @@ static int next_page(tm_pq_column *c, tm_error *err) {
       if (h.num_nulls > h.num_values)
         return col_error(c, err, TM_ECORRUPT, "v2 page has more nulls than values");
       c->def_kind = 0;
+      c->has_rep = false;
+      if (c->d.max_rep > 0) {
+        if (h.rep_len <= 0)
+          return col_error(c, err, TM_ECORRUPT, "v2 page of a repeated column without repetition levels");
+        tm_parquet__rle_init(&c->rep_rle, raw, (size_t)h.rep_len, level_width(c->d.max_rep));
+        c->has_rep = true;
+      }
       if (c->d.max_def > 0 && h.def_len > 0) {
-        tm_parquet__rle_init(&c->def_rle, raw + h.rep_len, (size_t)h.def_len, 1);
+        tm_parquet__rle_init(&c->def_rle, raw + h.rep_len, (size_t)h.def_len,
+                             level_width(c->d.max_def));
         c->def_kind = 1;
       } else if (h.num_nulls > 0) {
         return col_error(c, err, TM_ECORRUPT, "v2 page has nulls but no definition levels");
@@ -1105,6 +1141,90 @@ int tm_parquet__column_read(tm_pq_column *c, tm_colbuilder *cb, int64_t n, tm_er
     }
     cb->null_count += (int64_t)(k - nv);
     cb->length += k64;
+    c->page_left -= k64;
+    c->values_left -= k64;
+    n -= k64;
+  }
+  return TM_OK;
+}
+
+/* ---- levels mode (leaves of nested fields) -------------------------------- */
+
+int64_t tm_parquet__column_left(const tm_pq_column *c) { return c->values_left; }
+
+/* k levels of the open page into out (max: the largest allowed). */
+static int page_levels(tm_pq_column *c, tm_pq_rle *d, bool present, int max, uint8_t *out,
+                       size_t k, const char *what, tm_error *err) {
+  if (!present) {
+    memset(out, max, k);
+    return TM_OK;
+  }
+  for (size_t done = 0; done < k;) {
+    size_t m = k - done < IDX_CHUNK ? k - done : IDX_CHUNK;
+    TM_TRY(col_wrap(c, err, tm_parquet__rle_get(d, c->idx, m, err)));
+    for (size_t i = 0; i < m; i++) {
+      if (c->idx[i] > (uint32_t)max)
+        return col_error(c, err, TM_ECORRUPT, "%s level %u above the column's maximum %d", what,
+                         c->idx[i], max);
+      out[done + i] = (uint8_t)c->idx[i];
+    }
+    done += m;
+  }
+  return TM_OK;
+}
+
+int tm_parquet__column_read_levels(tm_pq_column *c, int64_t n, uint8_t *rep, uint8_t *def,
+                                   tm_colbuilder *vals, int64_t *n_vals, tm_error *err) {
+  *n_vals = 0;
+  if (!c->d.levels) return col_error(c, err, TM_EINVALID, "not a nested leaf");
+  if (n <= 0) return TM_OK;
+  if (n > c->values_left)
+    return col_error(c, err, TM_ECORRUPT, "column chunk has %lld level entries, %lld requested",
+                     (long long)c->values_left, (long long)n);
+  if (c->out_var && vals->values.len == 0) {
+    int32_t zero = 0;
+    TM_TRY(col_wrap(c, err, tm_buf_append(&vals->values, &zero, 4, err)));
+  }
+  while (n > 0) {
+    if (c->page_left == 0) TM_TRY(next_page(c, err));
+    int64_t k64 = n < c->page_left ? n : c->page_left;
+    size_t k = (size_t)k64;
+    TM_TRY(page_levels(c, &c->rep_rle, c->has_rep, c->d.max_rep, rep, k, "repetition", err));
+    if (c->d.max_def > 0 && c->def_kind != 1 && c->def_kind != 0)
+      return col_error(c, err, TM_ECORRUPT, "definition levels in an unsupported encoding");
+    TM_TRY(page_levels(c, &c->def_rle, c->def_kind == 1, c->d.max_def, def, k, "definition", err));
+    size_t nv = 0;
+    for (size_t i = 0; i < k; i++) nv += def[i] == c->d.max_def;
+    int64_t row = vals->length;
+    if (c->out_var) {
+      TM_TRY(col_wrap(c, err, tm_buf_reserve(&vals->values, nv * 4, err)));
+      int32_t *off = (int32_t *)vals->values.ptr + row;
+      TM_TRY(read_var(c, &vals->data, off, nv, err));
+      vals->values.len = (size_t)(row + (int64_t)nv + 1) * 4;
+      vals->values.ptr[vals->values.len] = '\0';
+    } else if (c->out_bool) {
+      TM_TRY(col_wrap(c, err, grow_bitmap(&vals->values, row + (int64_t)nv, 0, err)));
+      TM_TRY(col_wrap(c, err, tm_buf_reserve(&c->levels, nv, err)));
+      uint8_t *tmp = (uint8_t *)c->levels.ptr;
+      TM_TRY(read_bools(c, tmp, nv, err));
+      uint8_t *vb = (uint8_t *)vals->values.ptr;
+      for (size_t i = 0; i < nv; i++)
+        if (tmp[i]) tm_bit_set(vb, row + (int64_t)i);
+    } else {
+      size_t bytes;
+      if (tm_mul_overflow(nv, c->out_width, &bytes))
+        return col_error(c, err, TM_ETOOLARGE, "batch too large");
+      TM_TRY(col_wrap(c, err, tm_buf_reserve(&vals->values, bytes, err)));
+      uint8_t *base = (uint8_t *)vals->values.ptr + (size_t)row * c->out_width;
+      TM_TRY(read_fixed(c, base, nv, err));
+      if (c->d.phys == TM_PQ_INT96) TM_TRY(check_int96(c, base, nv, err));
+      vals->values.len = (size_t)(row + (int64_t)nv) * c->out_width;
+      vals->values.ptr[vals->values.len] = '\0';
+    }
+    vals->length += (int64_t)nv;
+    *n_vals += (int64_t)nv;
+    rep += k;
+    def += k;
     c->page_left -= k64;
     c->values_left -= k64;
     n -= k64;

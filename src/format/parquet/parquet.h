@@ -127,6 +127,9 @@ typedef struct tm_parquet_field {
   int32_t physical_type;   /* Parquet physical type (0..7), -1 for groups */
   int32_t type_length;     /* FIXED_LEN_BYTE_ARRAY width, else -1 */
   size_t leaf;             /* column-chunk index of a flat field */
+  size_t elem;             /* its schema element (index in the footer's list) */
+  size_t first_leaf;       /* the column chunks of its leaves: first_leaf.. */
+  size_t n_leaves;         /* ..first_leaf + n_leaves - 1 (leaves are in field order) */
 } tm_parquet_field;
 
 size_t tm_parquet_num_fields(const tm_parquet_file *f);
@@ -205,9 +208,10 @@ typedef struct tm_parquet_scan_options {
   const size_t *row_groups;    /* row groups to consider, ascending; NULL: all */
   size_t n_row_groups;
   int64_t batch_rows;          /* rows per batch; 0: TM_BATCH_DEFAULT_ROWS */
+  bool nested_as_json;         /* nested fields read as utf8 JSON text (nested.c), else refused */
 } tm_parquet_scan_options;
 
-#define TM_PARQUET_SCAN_OPTIONS_INIT {TM_PARQUET_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0}
+#define TM_PARQUET_SCAN_OPTIONS_INIT {TM_PARQUET_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, false}
 
 /**
  * Plans a scan of f (which must outlive the scan): checks the projection,

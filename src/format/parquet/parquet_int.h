@@ -391,7 +391,9 @@ typedef struct tm_pq_column_desc {
   int32_t phys;        /* TM_PQ_* physical type */
   int32_t type_length; /* FLBA width */
   tm_type type;        /* output type */
-  int max_def;         /* 0 or 1 */
+  int max_def;         /* 0 or 1; any (<= 255) with `levels` */
+  int max_rep;         /* 0; any (<= 255) with `levels` */
+  bool levels;         /* a leaf of a nested field: read with tm_parquet__column_read_levels */
   int32_t codec;
   int64_t num_values;  /* values in the chunk */
   bool verify_crc;
@@ -412,6 +414,18 @@ int tm_parquet__column_new(tm_pq_column **out, const tm_pq_column_desc *desc, ui
  */
 int tm_parquet__column_reset(tm_pq_column *c, const tm_pq_column_desc *desc, uint8_t *chunk,
                              size_t chunk_len, tm_error *err) TM_WARN_UNUSED;
+/**
+ * Reads n level entries of a nested leaf (desc.levels; n <= the entries left
+ * in the chunk): their repetition and definition levels into rep[0..n) and
+ * def[0..n) (each checked against max_rep/max_def), and the value of every
+ * entry whose definition level is max_def appended densely (no nulls) to
+ * vals. *n_vals gets the count of values appended.
+ */
+int tm_parquet__column_read_levels(tm_pq_column *c, int64_t n, uint8_t *rep, uint8_t *def,
+                                   tm_colbuilder *vals, int64_t *n_vals,
+                                   tm_error *err) TM_WARN_UNUSED;
+/** Level entries not yet read from the chunk. */
+int64_t tm_parquet__column_left(const tm_pq_column *c);
 /** Appends the next n rows to cb (whose type is desc->type). */
 int tm_parquet__column_read(tm_pq_column *c, tm_colbuilder *cb, int64_t n, tm_error *err)
     TM_WARN_UNUSED;
@@ -423,5 +437,42 @@ void tm_parquet__column_free(tm_pq_column *c);
  * does not fit in 16 bytes.
  */
 bool tm_parquet__be_to_dec128(const uint8_t *src, size_t len, uint8_t out[16]);
+
+/* ---- nested fields as JSON text (nested.c) ------------------------------ */
+
+/** The node tree of one nested field. */
+typedef struct tm_pq_ntree tm_pq_ntree;
+/**
+ * Builds the tree of the field whose schema elements (depth-first, as in the
+ * footer) start at elems[0]; n_elems bounds the walk (elements after the
+ * field's subtree are not read). Leaves get their tm_type (an unsupported
+ * leaf type is TM_EUNSUPPORTED naming it); LIST and MAP groups are checked.
+ */
+int tm_parquet__ntree_new(tm_pq_ntree **out, const tm_pq_schema_elem *elems, size_t n_elems,
+                          tm_time_unit int96_unit, tm_error *err) TM_WARN_UNUSED;
+void tm_parquet__ntree_free(tm_pq_ntree *t);
+size_t tm_parquet__ntree_leaves(const tm_pq_ntree *t);
+/** Leaf `leaf` (0.. in schema order): its value type and maximum levels. */
+int tm_parquet__ntree_leaf_info(const tm_pq_ntree *t, size_t leaf, tm_type *type, int *max_def,
+                                int *max_rep);
+
+/** The decoded levels and values of one leaf (of a row group), and the read position. */
+typedef struct tm_pq_nleaf {
+  const uint8_t *rep, *def; /* n entries */
+  size_t n;
+  tm_colview vals;          /* the values of entries at the maximum definition level */
+  size_t pos;               /* next entry (a row start) */
+  int64_t vcur;             /* next value */
+} tm_pq_nleaf;
+
+/**
+ * Appends the next `rows` rows of the field as JSON text (a NULL field as
+ * NULL) to out (utf8), advancing each leaf's pos and vcur. Levels that do
+ * not agree between leaves, or announce more values than stored, are
+ * TM_ECORRUPT naming file and column.
+ */
+int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t rows,
+                              tm_colbuilder *out, const char *file, const char *column,
+                              tm_error *err) TM_WARN_UNUSED;
 
 #endif

@@ -17,6 +17,40 @@
  * size; this is the most such a header takes. */
 #define MAX_DICT_HEADER 100
 #define MAX_CHUNK ((uint64_t)2 << 30)
+/* Level entries of one nested leaf in one row group (a byte each for
+ * repetition and definition). */
+#define MAX_NESTED_LEVELS ((int64_t)1 << 26)
+
+/* A nested field read as JSON text: its leaves' chunks of the current row
+ * group, decoded whole at open (levels and values), rendered row by row. */
+typedef struct nested_col {
+  tm_pq_ntree *tree;
+  size_t n;              /* leaves */
+  tm_pq_column **cols;   /* n */
+  tm_buf *chunks;        /* n */
+  tm_buf *rep, *def;     /* n */
+  tm_colbuilder *vals;   /* n */
+  tm_pq_nleaf *nl;       /* n */
+} nested_col;
+
+static void nested_free(nested_col *nc) {
+  if (!nc) return;
+  for (size_t j = 0; j < nc->n; j++) {
+    if (nc->cols) tm_parquet__column_free(nc->cols[j]);
+    if (nc->chunks) tm_buf_dispose(&nc->chunks[j]);
+    if (nc->rep) tm_buf_dispose(&nc->rep[j]);
+    if (nc->def) tm_buf_dispose(&nc->def[j]);
+    if (nc->vals) tm_colbuilder_dispose(&nc->vals[j]);
+  }
+  tm_free(nc->cols);
+  tm_free(nc->chunks);
+  tm_free(nc->rep);
+  tm_free(nc->def);
+  tm_free(nc->vals);
+  tm_free(nc->nl);
+  tm_parquet__ntree_free(nc->tree);
+  tm_free(nc);
+}
 
 struct tm_parquet_scan {
   tm_parquet_file *f;     /* not owned */
@@ -28,6 +62,7 @@ struct tm_parquet_scan {
   size_t next_rg;
   int64_t batch_rows;
   tm_pq_column **readers; /* owned, n_cols: decoders of the current row group */
+  nested_col **nested;    /* owned, n_cols: NULL, or the nested field read as JSON */
   tm_buf *chunks;         /* owned, n_cols: their column-chunk bytes, reused */
   int64_t rg_left;        /* rows left in the current row group */
   bool failed;
@@ -46,6 +81,8 @@ void tm_parquet_scan_free(tm_parquet_scan *s) {
   if (!s) return;
   close_readers(s);
   tm_free(s->readers);
+  for (size_t i = 0; s->nested && i < s->n_cols; i++) nested_free(s->nested[i]);
+  tm_free(s->nested);
   for (size_t i = 0; s->chunks && i < s->n_cols; i++) tm_buf_dispose(&s->chunks[i]);
   tm_free(s->chunks);
   tm_free(s->cols);
@@ -73,6 +110,53 @@ static int unreadable(const tm_parquet_file *f, const tm_parquet_field *fd, tm_e
                       fd->unsupported);
 }
 
+static int nested_new(nested_col **out, tm_parquet_file *f, const tm_parquet_field *fd,
+                      tm_error *err) {
+  nested_col *nc = tm_calloc(1, sizeof *nc);
+  if (!nc) return tm_error_nomem(err);
+  int rc = tm_parquet__ntree_new(&nc->tree, &f->meta.schema[fd->elem], f->meta.n_schema - fd->elem,
+                                 f->int96_unit, err);
+  if (rc < 0) {
+    tm_error_prefix(err, "%s: column '%s'", f->name, fd->name);
+    nested_free(nc);
+    return rc;
+  }
+  size_t n = tm_parquet__ntree_leaves(nc->tree);
+  if (n != fd->n_leaves || n == 0) {
+    nested_free(nc);
+    return tm_error__corrupt(err, __FILE__, __LINE__, "%s: column '%s': %zu leaves, schema has %zu",
+                             f->name, fd->name, n, fd->n_leaves);
+  }
+  nc->n = n;
+  nc->cols = tm_calloc(n, sizeof *nc->cols);
+  nc->chunks = tm_calloc(n, sizeof *nc->chunks);
+  nc->rep = tm_calloc(n, sizeof *nc->rep);
+  nc->def = tm_calloc(n, sizeof *nc->def);
+  nc->vals = tm_calloc(n, sizeof *nc->vals);
+  nc->nl = tm_calloc(n, sizeof *nc->nl);
+  if (!nc->cols || !nc->chunks || !nc->rep || !nc->def || !nc->vals || !nc->nl) {
+    nested_free(nc);
+    return tm_error_nomem(err);
+  }
+  for (size_t j = 0; j < n; j++) {
+    tm_type t;
+    int md, mr;
+    (void)tm_parquet__ntree_leaf_info(nc->tree, j, &t, &md, &mr);
+    const tm_pq_leaf *lf = &f->leaves[fd->first_leaf + j];
+    if (md != lf->max_def || mr != lf->max_rep) {
+      nested_free(nc);
+      return tm_error__corrupt(err, __FILE__, __LINE__, "%s: column '%s': leaf levels disagree",
+                               f->name, lf->path);
+    }
+    tm_buf_init(&nc->chunks[j], MAX_CHUNK + 1);
+    tm_buf_init(&nc->rep[j], (size_t)MAX_NESTED_LEVELS + 1);
+    tm_buf_init(&nc->def[j], (size_t)MAX_NESTED_LEVELS + 1);
+    tm_colbuilder_init(&nc->vals[j], t, 0);
+  }
+  *out = nc;
+  return TM_OK;
+}
+
 int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
                         const tm_parquet_scan_options *opts, tm_error *err) {
   tm_parquet_scan_options def = TM_PARQUET_SCAN_OPTIONS_INIT;
@@ -87,9 +171,10 @@ int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
   s->cols = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->cols);
   s->readers = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->readers);
   s->chunks = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->chunks);
+  s->nested = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *s->nested);
   size_t n_rg_in = opts->row_groups ? opts->n_row_groups : f->meta.n_row_groups;
   s->rgs = tm_calloc(n_rg_in ? n_rg_in : 1, sizeof *s->rgs);
-  if (!s->cols || !s->readers || !s->rgs || !s->chunks) {
+  if (!s->cols || !s->readers || !s->rgs || !s->chunks || !s->nested) {
     rc = tm_error_nomem(err);
     goto fail;
   }
@@ -101,12 +186,18 @@ int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
       goto fail;
     }
     const tm_parquet_field *fd = &f->fields[fi];
+    s->cols[i] = fi;
+    tm_buf_init(&s->chunks[i], MAX_CHUNK + 1);
+    if (fd->nested && opts->nested_as_json) {
+      TM_CHECK(nested_new(&s->nested[i], f, fd, err));
+      TM_CHECK(tm_schema_add(&s->schema, fd->name, tm_type_of(TM_TYPE_UTF8), true, fd->field_id,
+                             err));
+      continue;
+    }
     if (fd->unsupported) {
       rc = unreadable(f, fd, err);
       goto fail;
     }
-    s->cols[i] = fi;
-    tm_buf_init(&s->chunks[i], MAX_CHUNK + 1);
     TM_CHECK(tm_schema_add(&s->schema, fd->name, fd->type, fd->nullable, fd->field_id, err));
   }
   s->stats.row_groups_total = n_rg_in;
@@ -136,13 +227,11 @@ fail:
 /* Reads the chunk of field fi in row group rg and makes its decoder. */
 /* Checks the metadata of projected column k in row group rg and gives the
  * byte range of its chunk. */
-static int chunk_range(tm_parquet_scan *s, size_t rg, size_t k, tm_io_range *out,
-                       tm_error *err) {
-  tm_parquet_file *f = s->f;
-  const tm_parquet_field *fd = &f->fields[s->cols[k]];
+static int leaf_range(tm_parquet_file *f, size_t rg, size_t leaf, int32_t phys, bool nested,
+                      tm_io_range *out, tm_error *err) {
   const tm_pq_row_group *g = &f->meta.row_groups[rg];
-  const tm_pq_column_chunk *cc = &g->columns[fd->leaf];
-  const char *path = f->leaves[fd->leaf].path;
+  const tm_pq_column_chunk *cc = &g->columns[leaf];
+  const char *path = f->leaves[leaf].path;
   if (!cc->has_meta)
     return tm_error__corrupt(err, __FILE__, __LINE__,
                              "%s: column '%s' of row group %zu has no metadata", f->name, path, rg);
@@ -151,12 +240,12 @@ static int chunk_range(tm_parquet_scan *s, size_t rg, size_t k, tm_io_range *out
                         "%s: column '%s' lives in another file (file_path), which is not supported",
                         f->name, path);
   const tm_pq_column_meta *m = &cc->meta;
-  if (m->type != fd->physical_type)
+  if (m->type != phys)
     return tm_error__corrupt(err, __FILE__, __LINE__,
                              "%s: column '%s': chunk type %s differs from the schema's %s", f->name,
                              path, tm_parquet_physical_name(m->type),
-                             tm_parquet_physical_name(fd->physical_type));
-  if (m->num_values != g->num_rows)
+                             tm_parquet_physical_name(phys));
+  if (nested ? m->num_values < g->num_rows : m->num_values != g->num_rows)
     return tm_error__corrupt(err, __FILE__, __LINE__,
                              "%s: column '%s': chunk has %lld values, row group %zu has %lld rows",
                              f->name, path, (long long)m->num_values, rg, (long long)g->num_rows);
@@ -178,6 +267,81 @@ static int chunk_range(tm_parquet_scan *s, size_t rg, size_t k, tm_io_range *out
                         f->name, path, (unsigned long long)len);
   out->off = start;
   out->len = len;
+  return TM_OK;
+}
+
+static int chunk_range(tm_parquet_scan *s, size_t rg, size_t k, tm_io_range *out,
+                       tm_error *err) {
+  tm_parquet_file *f = s->f;
+  const tm_parquet_field *fd = &f->fields[s->cols[k]];
+  if (s->nested[k]) {
+    /* The first leaf (announced; open_nested reads and checks every leaf). */
+    size_t leaf = fd->first_leaf;
+    return leaf_range(f, rg, leaf, f->meta.schema[f->leaves[leaf].elem].type, true, out, err);
+  }
+  return leaf_range(f, rg, fd->leaf, fd->physical_type, false, out, err);
+}
+
+/* Reads and decodes every leaf chunk of nested column k in row group rg. */
+static int open_nested(tm_parquet_scan *s, size_t rg, size_t k, tm_error *err) {
+  tm_parquet_file *f = s->f;
+  const tm_parquet_field *fd = &f->fields[s->cols[k]];
+  nested_col *nc = s->nested[k];
+  for (size_t j = 0; j < nc->n; j++) {
+    size_t leaf = fd->first_leaf + j;
+    const tm_pq_leaf *lf = &f->leaves[leaf];
+    const tm_pq_schema_elem *e = &f->meta.schema[lf->elem];
+    tm_io_range r;
+    TM_TRY(leaf_range(f, rg, leaf, e->type, true, &r, err));
+    const tm_pq_column_meta *m = &f->meta.row_groups[rg].columns[leaf].meta;
+    if (m->num_values > MAX_NESTED_LEVELS)
+      return tm_error_set(err, TM_ETOOLARGE,
+                          "%s: column '%s': %lld level entries in one row group (the limit is %lld)",
+                          f->name, lf->path, (long long)m->num_values,
+                          (long long)MAX_NESTED_LEVELS);
+    tm_buf *cb = &nc->chunks[j];
+    tm_buf_clear(cb);
+    TM_TRY(tm_buf_reserve(cb, (size_t)r.len, err));
+    TM_TRY(tm_input_read_exact(f->in, r.off, (uint8_t *)cb->ptr, (size_t)r.len, err));
+    s->stats.bytes_read += r.len;
+    tm_pq_column_desc d;
+    memset(&d, 0, sizeof d);
+    d.file = f->name;
+    d.name = lf->path;
+    d.phys = e->type;
+    d.type_length = e->type == TM_PQ_FLBA ? e->type_length : -1;
+    d.type = nc->vals[j].type;
+    d.max_def = lf->max_def;
+    d.max_rep = lf->max_rep;
+    d.levels = true;
+    d.codec = m->codec;
+    d.num_values = m->num_values;
+    d.verify_crc = f->verify_crc;
+    d.chunk_borrowed = true;
+    if (nc->cols[j])
+      TM_TRY(tm_parquet__column_reset(nc->cols[j], &d, (uint8_t *)cb->ptr, (size_t)r.len, err));
+    else
+      TM_TRY(tm_parquet__column_new(&nc->cols[j], &d, (uint8_t *)cb->ptr, (size_t)r.len, err));
+    size_t n = (size_t)m->num_values;
+    tm_buf_clear(&nc->rep[j]);
+    tm_buf_clear(&nc->def[j]);
+    TM_TRY(tm_buf_reserve(&nc->rep[j], n, err));
+    TM_TRY(tm_buf_reserve(&nc->def[j], n, err));
+    tm_colbuilder_reset(&nc->vals[j]);
+    int64_t nv = 0;
+    TM_TRY(tm_parquet__column_read_levels(nc->cols[j], (int64_t)n, (uint8_t *)nc->rep[j].ptr,
+                                          (uint8_t *)nc->def[j].ptr, &nc->vals[j], &nv, err));
+    tm_colbuilder *vb = &nc->vals[j];
+    tm_pq_nleaf *nl = &nc->nl[j];
+    memset(nl, 0, sizeof *nl);
+    nl->rep = (const uint8_t *)nc->rep[j].ptr;
+    nl->def = (const uint8_t *)nc->def[j].ptr;
+    nl->n = n;
+    nl->vals.type = vb->type;
+    nl->vals.length = vb->length;
+    nl->vals.values = vb->values.ptr;
+    nl->vals.data = (const uint8_t *)vb->data.ptr;
+  }
   return TM_OK;
 }
 
@@ -228,7 +392,8 @@ static int open_row_group(tm_parquet_scan *s, tm_error *err) {
     int rc = TM_OK;
     for (size_t k = 0; k < s->n_cols && rc == TM_OK; k++) rc = chunk_range(s, rg, k, &rs[k], err);
     if (rc == TM_OK) rc = tm_input_will_need(s->f->in, rs, s->n_cols, err);
-    for (size_t k = 0; k < s->n_cols && rc == TM_OK; k++) rc = open_column(s, rg, k, &rs[k], err);
+    for (size_t k = 0; k < s->n_cols && rc == TM_OK; k++)
+      rc = s->nested[k] ? open_nested(s, rg, k, err) : open_column(s, rg, k, &rs[k], err);
     if (rs != ranges) tm_free(rs);
     if (rc < 0) return rc;
     s->rg_left = rows;
@@ -259,7 +424,13 @@ int tm_parquet_scan_next(tm_parquet_scan *s, tm_batch *out, tm_error *err) {
   }
   for (size_t k = 0; k < nc; k++) tm_colbuilder_init(&cbs[k], s->schema.cols[k].type, 0);
   for (size_t k = 0; k < nc; k++) {
-    rc = tm_parquet__column_read(s->readers[k], &cbs[k], n, err);
+    if (s->nested[k]) {
+      const tm_parquet_field *fd = &s->f->fields[s->cols[k]];
+      rc = tm_parquet__nested_render(s->nested[k]->tree, s->nested[k]->nl, n, &cbs[k], s->f->name,
+                                     fd->name, err);
+    } else {
+      rc = tm_parquet__column_read(s->readers[k], &cbs[k], n, err);
+    }
     if (rc < 0) goto fail;
   }
   for (size_t k = 0; k < nc; k++) {

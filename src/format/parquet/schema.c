@@ -273,6 +273,8 @@ int tm_parquet__build_schema(tm_parquet_file *f, tm_error *err) {
         goto done;
       }
       fd->field_id = e->field_id;
+      fd->elem = i;
+      fd->first_leaf = leaf;
       fd->physical_type = e->num_children > 0 ? -1 : e->type;
       fd->type_length = e->type == TM_PQ_FLBA ? e->type_length : -1;
       fd->nullable = e->repetition != TM_PQ_REQUIRED && e->repetition != -1;
@@ -314,6 +316,7 @@ int tm_parquet__build_schema(tm_parquet_file *f, tm_error *err) {
         tm_free(path);
         goto done;
       }
+      f->fields[field - 1].n_leaves++;
       tm_pq_leaf *lf = &f->leaves[leaf++];
       lf->elem = i;
       lf->field = field - 1;

@@ -179,19 +179,12 @@ static int read_refresh_mode(ctx *c, yaml_node_t *v, void *field, void *obj) {
 
 /*
  * Spice's unsupported_type_action (a dataset key): what a column of a type
- * tidemark cannot read does (source.h tm_unsupported_action). Spice's
- * `string` (load it as JSON text) needs the nested-column decoder, which
- * tidemark does not have yet: refused with what loads instead.
+ * tidemark cannot read does (source.h tm_unsupported_action): error, warn,
+ * ignore, string (nested columns as JSON text).
  */
 static int read_unsupported_action(ctx *c, yaml_node_t *v, void *field, void *obj) {
   (void)obj;
-  static const char *const values[] = {"error", "warn", "ignore", NULL};
-  const char *s;
-  TM_TRY(tm_cfg__scalar(c, v, "an unsupported_type_action", &s));
-  if (strcmp(s, "string") == 0)
-    return tm_cfg__fail(c, v,
-                        "string is not supported: tidemark cannot "
-                        "render nested columns as JSON text yet (allowed: error, warn, ignore)");
+  static const char *const values[] = {"error", "warn", "ignore", "string", NULL};
   int e = 0;
   TM_TRY(tm_cfg__get_enum(c, v, values, &e));
   *(tm_unsupported_action *)field = (tm_unsupported_action)e;

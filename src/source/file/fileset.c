@@ -305,7 +305,9 @@ static int parquet_schema(fileset *fs, const tm_parquet_file *pf, const char *ke
       rc = tm_schema_add(out, fd->name, fd->type, fd->nullable, fd->field_id, err);
       continue;
     }
-    if (fs->unsupported_action == TM_UNSUPPORTED_ERROR) {
+    if (fs->unsupported_action == TM_UNSUPPORTED_ERROR ||
+        fs->unsupported_action == TM_UNSUPPORTED_STRING) {
+      /* string: a nested column reads as JSON text; other types fail when read. */
       rc = tm_schema_add(out, fd->name, tm_type_of(TM_TYPE_UTF8), true, fd->field_id, err);
     } else if (fs->unsupported_action == TM_UNSUPPORTED_WARN && !atomic_load(fs->warned)) {
       rc = tm_buf_printf(&skipped, err, "%s%s (%s)", skipped.len ? ", " : "", fd->name,
@@ -429,6 +431,8 @@ typedef struct fs_scan {
   tm_jsonl_reader *jsonl;
   tm_input *in;
   tm_schema file_schema;     /* the schema asked of CSV/JSON readers */
+  tm_schema want;            /* data_schema with the columns the scan does not need nullable:
+                                a Parquet file leaves them out and conform makes them NULL */
 } fs_scan;
 
 static void close_file(fs_scan *s) {
@@ -534,6 +538,7 @@ static int open_file(fs_scan *s, file_entry *f, tm_error *err) {
     o.n_columns = k;
     o.predicate = &s->data_pred;
     o.batch_rows = s->req.batch_rows;
+    o.nested_as_json = fs->unsupported_action == TM_UNSUPPORTED_STRING;
     int rc = tm_parquet_scan_new(&s->pqs, s->pq, &o, err);
     tm_free(idx);
     if (rc == TM_EUNSUPPORTED) {
@@ -623,7 +628,7 @@ static int fs_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
     }
     base->stats.rows_read += raw.n_rows;
     char *fname = s->cur->key;
-    rc = tm_source__conform(&fs->data_schema, &raw, &data, fname, err);
+    rc = tm_source__conform(&s->want, &raw, &data, fname, err);
     if (rc == TM_EINVALID) { /* name the file the schema came from, too */
       char msg[sizeof err->message];
       snprintf(msg, sizeof msg, "%s", err->message);
@@ -652,6 +657,7 @@ static void fs_scan_free(tm_scan *base) {
   close_file(s);
   tm_predicate_dispose(&s->data_pred);
   tm_schema_dispose(&s->file_schema);
+  tm_schema_dispose(&s->want);
   tm_free(s->columns);
   tm_free(s);
 }
@@ -669,7 +675,10 @@ static int fs_scan_open(tm_source *src, const tm_scan_request *req, tm_scan **ou
   s->req = *req;
   tm_predicate_init(&s->data_pred);
   tm_schema_init(&s->file_schema);
-  int rc = TM_OK;
+  tm_schema_init(&s->want);
+  int rc = tm_schema_copy(&s->want, &fs->data_schema, err);
+  for (size_t i = 0; rc == TM_OK && i < s->want.n_cols; i++)
+    if (!scan_needs(s, s->want.cols[i].name)) s->want.cols[i].nullable = true;
   /* Terms on data columns prune row groups inside files. */
   for (size_t i = 0; req->predicate && i < req->predicate->n_terms && rc == TM_OK; i++) {
     const tm_pred_term *t = &req->predicate->terms[i];

@@ -391,4 +391,26 @@ TM_TEST(unsupported_type_action_on_nested_columns) {
     TM_ASSERT_INT_EQ(r.rows, 3);
     tm_source_free(src);
   }
+
+  /* string: the nested column reads as JSON text; projecting it alone leaves
+   * the required column b unread. */
+  src = NULL;
+  TM_ASSERT_OK(open_with_action(&src, from, TM_UNSUPPORTED_STRING, &err), &err);
+  s = tm_source_schema(src);
+  TM_ASSERT_INT_EQ(s->n_cols, 2);
+  TM_ASSERT_INT_EQ(s->cols[0].type.id, TM_TYPE_UTF8);
+  const char *only_a[] = {"a"};
+  req.columns = only_a;
+  scan = NULL;
+  TM_ASSERT_OK(tm_source_scan(src, &req, &scan, &err), &err);
+  TM_ASSERT_OK(tm_scan_next(scan, &b, &err), &err);
+  TM_ASSERT_INT_EQ(b.n_rows, 3);
+  tm_colview cv = tm_batch_col(&b, 0);
+  tm_strview first = tm_colview_bytes(&cv, 0);
+  char text[128];
+  snprintf(text, sizeof text, "%.*s", (int)first.len, first.ptr);
+  TM_ASSERT_STR_EQ(text, "[[[\"a\",\"b\"],[\"c\"]],[null,[\"d\"]]]");
+  tm_batch_release(&b);
+  tm_scan_free(scan);
+  tm_source_free(src);
 }
