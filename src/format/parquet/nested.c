@@ -215,6 +215,7 @@ typedef struct rctx {
   tm_buf tmp;
   const char *file, *column; /* for messages */
   tm_error *err;
+  size_t *pool;              /* 3 * n_leaves slots per depth (< t->n), or NULL */
 } rctx;
 
 static int bad_levels(rctx *c, const char *what) {
@@ -273,7 +274,8 @@ static int render_repeated(rctx *c, size_t ri, size_t elem, const nnode *map, si
     return tm_buf_puts(c->out, map ? "{}" : "[]", c->err);
   }
   size_t nl = c->t->n_leaves;
-  size_t *pos = tm_calloc(3 * nl, sizeof *pos);
+  bool pooled = c->pool && (size_t)depth < c->t->n;
+  size_t *pos = pooled ? c->pool + (size_t)depth * 3 * nl : tm_calloc(3 * nl, sizeof *pos);
   if (!pos) return tm_error_nomem(c->err);
   size_t *lo2 = pos + nl, *hi2 = pos + 2 * nl;
   int rc = tm_buf_putc(c->out, map ? '{' : '[', c->err);
@@ -319,7 +321,7 @@ static int render_repeated(rctx *c, size_t ri, size_t elem, const nnode *map, si
   for (size_t l = l0; l < l1 && rc == TM_OK; l++)
     if (pos[l] != hi[l]) rc = bad_levels(c, "leaves disagree on the number of elements");
   if (rc == TM_OK) rc = tm_buf_putc(c->out, map ? '}' : ']', c->err);
-  tm_free(pos);
+  if (!pooled) tm_free(pos);
   return rc;
 }
 
@@ -356,7 +358,11 @@ static int render_value(rctx *c, size_t ni, size_t *lo, size_t *hi, bool body, i
 int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t rows,
                               tm_colbuilder *out, const char *file, const char *column,
                               tm_error *err) {
-  rctx c = {t, leaves, NULL, {0}, file, column, err};
+  rctx c = {t, leaves, NULL, {0}, file, column, err, NULL};
+  /* Scratch of the repeated nodes, one slot per depth (small trees only). */
+  size_t slots;
+  if (!tm_mul_overflow(t->n, 3 * t->n_leaves, &slots) && slots <= ((size_t)1 << 20))
+    c.pool = tm_calloc(slots ? slots : 1, sizeof *c.pool);
   tm_buf json;
   tm_buf_init(&json, (size_t)1 << 30);
   tm_buf_init(&c.tmp, (size_t)1 << 30);
@@ -394,6 +400,7 @@ int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t
     if (rc == TM_OK) rc = tm_colbuilder_append_bytes(out, json.ptr, json.len, err);
   }
   tm_free(lo);
+  tm_free(c.pool);
   tm_buf_dispose(&json);
   tm_buf_dispose(&c.tmp);
   return rc;
