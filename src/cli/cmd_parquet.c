@@ -23,6 +23,7 @@ static const tm_cli_opt k_opts[] = {
     {"verify-crc", 0, NULL, "check page CRCs where the file has them (tidemark's files: always)"},
     {"skip-crc", 0, NULL, "check no page CRC, not even in files tidemark wrote"},
     {"int96", 0, "ns|us|ms", "unit of INT96 timestamps (default ns: years 1677..2262)"},
+    {"nested-json", 0, NULL, "cat: nested columns (lists, structs, maps) as JSON (else refused)"},
     {0}};
 
 static int fail(const tm_error *err) { return tm_cli_fail(TM_EXIT_FAILURE, "%s", err->message); }
@@ -219,7 +220,7 @@ static int parse_columns(tm_parquet_file *f, const char *list, size_t **idx_out,
 }
 
 static int cmd_cat(tm_parquet_file *f, const char *columns, tm_out_format fmt, int64_t limit,
-                   tm_error *err) {
+                   bool nested_json, tm_error *err) {
   size_t *idx = NULL;
   size_t n_idx = 0;
   tm_parquet_scan *s = NULL;
@@ -229,19 +230,26 @@ static int cmd_cat(tm_parquet_file *f, const char *columns, tm_out_format fmt, i
   tm_out o;
   bool out_open = false;
   uint8_t *keep = NULL;
+  bool *json = NULL; /* per output column: nested, rendered as JSON */
   int rc = TM_OK;
   if (columns) TM_CHECK(parse_columns(f, columns, &idx, &n_idx, err));
   tm_parquet_scan_options so = TM_PARQUET_SCAN_OPTIONS_INIT;
   so.columns = idx;
   so.n_columns = n_idx;
+  so.nested_as_json = nested_json;
   TM_CHECK(tm_parquet_scan_new(&s, f, &so, err));
   const tm_schema *sc = tm_parquet_scan_schema(s);
   const char **names = tm_calloc(sc->n_cols ? sc->n_cols : 1, sizeof *names);
-  if (!names) {
+  json = tm_calloc(sc->n_cols ? sc->n_cols : 1, sizeof *json);
+  if (!names || !json) {
+    tm_free(names);
     rc = tm_error_nomem(err);
     goto done;
   }
-  for (size_t i = 0; i < sc->n_cols; i++) names[i] = sc->cols[i].name;
+  for (size_t i = 0; i < sc->n_cols; i++) {
+    names[i] = sc->cols[i].name;
+    json[i] = tm_parquet_field_at(f, idx ? idx[i] : i)->nested;
+  }
   rc = tm_out_begin(&o, fmt, names, sc->n_cols, tm_out_file_sink, stdout, err);
   tm_free(names);
   if (rc < 0) goto done;
@@ -268,7 +276,7 @@ static int cmd_cat(tm_parquet_file *f, const char *columns, tm_out_format fmt, i
       tm_batch_release(&b);
       tm_batch_move(&b, &part);
     }
-    TM_CHECK(tm_out_batch(&o, &b, err));
+    TM_CHECK(tm_out_batch_json(&o, &b, json, err));
     written += b.n_rows;
     tm_batch_release(&b);
   }
@@ -276,6 +284,7 @@ static int cmd_cat(tm_parquet_file *f, const char *columns, tm_out_format fmt, i
   rc = tm_out_end(&o, err);
 done:
   if (out_open) tm_out_dispose(&o);
+  tm_free(json);
   tm_free(keep);
   tm_batch_release(&b);
   tm_batch_release(&part);
@@ -295,8 +304,8 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   const char *columns = tm_cli_get(cmd, args, "columns");
   const char *format = tm_cli_get(cmd, args, "format");
   const char *limit_s = tm_cli_get(cmd, args, "limit");
-  if (!is_cat && (columns || limit_s))
-    return tm_cli_usage_error(cmd, "--columns and --limit apply to `cat` only");
+  if (!is_cat && (columns || limit_s || tm_cli_flag(cmd, args, "nested-json")))
+    return tm_cli_usage_error(cmd, "--columns, --limit and --nested-json apply to `cat` only");
   if (strcmp(sub, "meta") == 0 && format)
     return tm_cli_usage_error(cmd, "--format applies to `cat` and `schema` only");
   tm_out_format fmt = is_cat ? TM_OUT_CSV : TM_OUT_TABLE;
@@ -323,7 +332,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   int rc;
   if (strcmp(sub, "schema") == 0) rc = cmd_schema(f, fmt, &err);
   else if (strcmp(sub, "meta") == 0) rc = cmd_meta(f, &err);
-  else rc = cmd_cat(f, columns, fmt, limit, &err);
+  else rc = cmd_cat(f, columns, fmt, limit, tm_cli_flag(cmd, args, "nested-json"), &err);
   tm_parquet_close(f);
   fflush(stdout);
   return rc < 0 ? fail(&err) : TM_EXIT_OK;
@@ -333,7 +342,7 @@ const tm_cli_cmd tm_cli_cmd_parquet = {
     "parquet",
     "inspect Parquet files: schema, metadata, rows",
     "tidemark parquet <schema|meta|cat> FILE [--columns a,b] [--format csv|json|table] "
-    "[--limit N] [--verify-crc | --skip-crc] [--int96 ns|us|ms]",
+    "[--limit N] [--nested-json] [--verify-crc | --skip-crc] [--int96 ns|us|ms]",
     "Inspects a Parquet file: `schema` prints its columns, `meta` its row groups, column\n"
     "chunks, encodings, codecs and statistics, `cat` its rows (CSV by default).",
     k_opts,

@@ -10,7 +10,8 @@
 //     Spark, Hive, arrow-rs and parquet-cpp (legacy two- and three-level lists,
 //     repeated fields outside lists, maps without values).
 // Each file is read federated and loaded into the duckdb engine (DuckDB's
-// file into the sqlite engine too).
+// file into the sqlite engine too, and printed by `tidemark parquet cat
+// --nested-json --format json`, whose nested values are JSON values).
 // Usage: TM_BIN=... TM_TESTDATA=... node nested-difftest.mjs WORKDIR
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -52,8 +53,9 @@ const corpus = [
   'null_list.parquet',
 ].map((f) => join(testdata, 'parquet', f));
 // Files DuckDB cannot read ("MAP_KEY_VALUE requires two children"): compared
-// with the values shipped with them. map_no_value.parquet (a map without
-// values, same error) has no such file and is not compared.
+// with the values shipped with them. map_no_value.parquet (same error) has
+// none: its map of NULL values and its map without a value column must read
+// the same.
 const expected = [['incorrect_map_schema.parquet', 'expected_hyparquet/incorrect_map_schema.json', 'my_map']];
 
 function nestedType(t) {
@@ -144,6 +146,34 @@ for (const [i, c] of cases.entries()) {
   }
   if (bad) failures++;
   console.log(bad ? `FAIL ${c.name} (${c.kind}): ${bad}` : `ok   ${c.name} (${c.kind}): ${want.length} rows, columns ${c.cols.join(', ')}`);
+}
+{
+  const cfg2 = join(work, 'map_no_value.yaml');
+  writeFileSync(cfg2, `datasets:\n  - from: file:${join(testdata, 'parquet', 'map_no_value.parquet')}\n    name: fed\n    unsupported_type_action: string\n`);
+  const [got] = tmSqlAll(cfg2, ['SELECT my_map, my_map_no_v FROM fed']);
+  const ok = got.length === 3 && got.every((r) => r.my_map === r.my_map_no_v && r.my_map !== null);
+  if (!ok) failures++;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} map_no_value.parquet (fed): my_map = my_map_no_v: ${JSON.stringify(got)}`);
+}
+// `tidemark parquet cat --nested-json --format json`: nested values as JSON values.
+{
+  const c = cases[0];
+  const r = spawnSync(bin, ['parquet', 'cat', '--nested-json', '--format', 'json', own],
+    { encoding: 'utf8', maxBuffer: 256 << 20 });
+  let bad = r.status !== 0 ? `exit ${r.status}: ${r.stderr}` : null;
+  const got = bad ? [] : JSON.parse(r.stdout);
+  if (!bad && got.length !== c.want.length) bad = `${got.length} rows, expected ${c.want.length}`;
+  for (let i = 0; !bad && i < c.want.length; i++)
+    for (const col of c.cols) {
+      const w = c.want[i][col] === null ? null : JSON.parse(c.want[i][col]);
+      if (!same(got[i][col], w)) {
+        bad = `row ${i} column ${col}: ${JSON.stringify(got[i][col])}, DuckDB ${c.want[i][col]}`;
+        break;
+      }
+      checked++;
+    }
+  if (bad) failures++;
+  console.log(`${bad ? 'FAIL' : 'ok  '} ${c.name} (parquet cat --nested-json): ${bad ?? `${c.want.length} rows`}`);
 }
 console.log(`${checked} values compared`);
 process.exit(failures ? 1 : 0);

@@ -399,6 +399,10 @@ int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
 }
 
 int tm_out_batch(tm_out *o, const tm_batch *b, tm_error *err) {
+  return tm_out_batch_json(o, b, NULL, err);
+}
+
+int tm_out_batch_json(tm_out *o, const tm_batch *b, const bool *json, tm_error *err) {
   size_t n = o->n_cols;
   if (b->schema.n_cols != n) return tm_error_set(err, TM_EINVALID, "batch does not match header");
   tm_buf cells;
@@ -426,7 +430,8 @@ int tm_out_batch(tm_out *o, const tm_batch *b, tm_error *err) {
                  : (tm_type_is_integer(&cols[c].type) || id == TM_TYPE_FLOAT32 ||
                     id == TM_TYPE_FLOAT64 || id == TM_TYPE_DECIMAL128)
                      ? TM_CELL_NUMBER
-                     : TM_CELL_TEXT;
+                 : json && json[c] && id == TM_TYPE_UTF8 ? TM_CELL_JSON
+                                                         : TM_CELL_TEXT;
       rc = tm_value_render(&cells, &cols[c].type, &v, err);
       lens[c] = cells.len - starts[c];
     }

@@ -108,6 +108,10 @@ int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
                const tm_cell_kind *kinds, tm_error *err) TM_WARN_UNUSED;
 /** Every row of a batch (whose columns match the header). */
 int tm_out_batch(tm_out *o, const tm_batch *b, tm_error *err) TM_WARN_UNUSED;
+/** The same, where json[i] marks utf8 columns that hold JSON texts (TM_CELL_JSON:
+ * bare in JSON output, their text in CSV and tables); json may be NULL. */
+int tm_out_batch_json(tm_out *o, const tm_batch *b, const bool *json,
+                      tm_error *err) TM_WARN_UNUSED;
 /** Flushes (the table, the closing bracket) and frees the writer. */
 int tm_out_end(tm_out *o, tm_error *err) TM_WARN_UNUSED;
 /** Frees without flushing (on an error path). */
