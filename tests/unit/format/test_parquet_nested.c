@@ -179,3 +179,62 @@ TM_TEST(inconsistent_levels_are_errors) {
   TM_ASSERT_RC(render(bad, N(bad), d4, out, sizeof out, &err), TM_ECORRUPT);
   TM_ASSERT_CONTAINS(err.message, "LIST group 'a' does not hold one repeated field");
 }
+
+/* Levels mode of the column decoder on hand-built chunks (the seeds of
+ * fuzz_parquet_levels): repetition and definition levels in v1 and v2 pages. */
+static void read_seed(const char *name, int64_t n, const uint8_t *want_rep, const uint8_t *want_def,
+                      const int32_t *want_vals, int64_t want_nv) {
+  char path[2048];
+  snprintf(path, sizeof path, "%s/fuzz/corpora/fuzz_parquet_levels/%s", tm_test_source_dir(), name);
+  FILE *f = fopen(path, "rb");
+  TM_ASSERT_MSG(f != NULL, "cannot open %s", path);
+  uint8_t buf[4096];
+  size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  TM_ASSERT(len > 5);
+  tm_pq_column_desc d;
+  memset(&d, 0, sizeof d);
+  d.file = "seed.parquet";
+  d.name = name;
+  d.phys = TM_PQ_INT32;
+  d.type = tm_type_of(TM_TYPE_INT32);
+  d.type_length = -1;
+  d.num_values = (int64_t)buf[2] | (int64_t)buf[3] << 8;
+  d.max_def = buf[4] & 15;
+  d.max_rep = buf[4] >> 4;
+  d.levels = true;
+  d.chunk_borrowed = true;
+  TM_ASSERT_INT_EQ(d.num_values, n);
+  tm_error err;
+  tm_error_init(&err);
+  tm_pq_column *c = NULL;
+  TM_ASSERT_OK(tm_parquet__column_new(&c, &d, buf + 5, len - 5, &err), &err);
+  uint8_t rep[16], def[16];
+  tm_colbuilder vals;
+  tm_colbuilder_init(&vals, d.type, 0);
+  int64_t nv = 0;
+  TM_ASSERT_OK(tm_parquet__column_read_levels(c, n, rep, def, &vals, &nv, &err), &err);
+  TM_ASSERT_INT_EQ(nv, want_nv);
+  TM_ASSERT(memcmp(rep, want_rep, (size_t)n) == 0);
+  TM_ASSERT(memcmp(def, want_def, (size_t)n) == 0);
+  TM_ASSERT(memcmp(vals.values.ptr, want_vals, (size_t)nv * 4) == 0);
+  TM_ASSERT_INT_EQ(tm_parquet__column_left(c), 0);
+  tm_colbuilder_dispose(&vals);
+  tm_parquet__column_free(c);
+}
+
+TM_TEST(column_levels_mode_v1_v2_pages) {
+  static const uint8_t r1[] = {0, 1, 0, 0, 0}, d1[] = {3, 2, 1, 0, 3};
+  static const int32_t v1[] = {1, 5};
+  read_seed("list3_v1", 5, r1, d1, v1, 2);
+  read_seed("list3_v2", 5, r1, d1, v1, 2);
+  static const uint8_t r2[] = {0, 1, 0, 0, 0, 0, 1, 1}, d2[] = {3, 2, 1, 0, 3, 3, 3, 3};
+  static const int32_t v2[] = {1, 5, 7, 8, 9};
+  read_seed("list3_v1_two_pages", 8, r2, d2, v2, 5);
+  static const uint8_t r3[] = {0, 2, 1, 1, 0, 0}, d3[] = {5, 4, 2, 3, 0, 1};
+  static const int32_t v3[] = {10};
+  read_seed("map_of_lists_v1", 6, r3, d3, v3, 1);
+  static const uint8_t r4[] = {0, 3, 2, 1}, d4[] = {7, 7, 6, 7};
+  static const int32_t v4[] = {1, 2, 3};
+  read_seed("deep_v1", 4, r4, d4, v4, 3);
+}
