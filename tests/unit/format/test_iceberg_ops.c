@@ -383,6 +383,56 @@ TM_TEST(iceberg_ops_v3_two_dvs_for_one_file_are_refused) {
   tm_iceberg_table_free(t);
 }
 
+/* Broken DV entries: no referenced data file (refused by the plan), an offset
+ * that names no blob of the Puffin file (refused by the read, naming it). */
+TM_TEST(iceberg_ops_v3_broken_dv_entries_name_the_file) {
+  for (int variant = 0; variant < 2; variant++) {
+    const char *root = make_v3(variant ? "v3off" : "v3ref", NULL);
+    append_range(root, 0, 10);
+    tm_iceberg_op_result res;
+    delete_where(root, "id = 3", TM_ICEBERG_DELETE_POSITION, NULL, &res);
+    tm_iceberg_table *t = open_at(root);
+    tm_iceberg_scan *sc = NULL;
+    tm_error err;
+    TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+    tm_iceberg_data_file dv = *sc->tasks[0].deletes[0];
+    char puffin[4096];
+    snprintf(puffin, sizeof puffin, "%s", dv.path);
+    tm_iceberg_commit *c = NULL;
+    TM_ASSERT_OK(tm_iceberg_commit_begin(&c, t, "delete", &err), &err);
+    TM_ASSERT_OK(tm_iceberg_commit_remove_dv(c, dv.path, dv.content_offset, &err), &err);
+    if (variant) {
+      dv.content_offset += 1;
+    } else {
+      dv.referenced_data_file = NULL;
+    }
+    TM_ASSERT_OK(tm_iceberg_commit_add_file(c, &dv, &err), &err);
+    TM_ASSERT_OK(tm_iceberg_commit_finish(c, NULL, &err), &err);
+    tm_iceberg_commit_free(c);
+    tm_iceberg_scan_free(sc);
+    tm_iceberg_table_free(t);
+    t = open_at(root);
+    int rc = tm_iceberg_plan_scan(t, NULL, &sc, &err);
+    if (!variant) {
+      TM_ASSERT_RC(rc, TM_ECORRUPT);
+      TM_ASSERT_CONTAINS(err.message, "without a Puffin file_format, referenced_data_file");
+    } else {
+      TM_ASSERT_OK(rc, &err);
+      tm_iceberg_rows *r = NULL;
+      tm_batch b;
+      tm_batch_init(&b);
+      rc = tm_iceberg_rows_open(&r, t, sc, NULL, &err);
+      if (rc == TM_OK) rc = tm_iceberg_rows_next(r, &b, &err);
+      TM_ASSERT_RC(rc, TM_ECORRUPT);
+      TM_ASSERT_CONTAINS(err.message, "no blob at offset");
+      TM_ASSERT_CONTAINS(err.message, strrchr(puffin, '/') + 1);
+      tm_iceberg_rows_free(r);
+      tm_iceberg_scan_free(sc);
+    }
+    tm_iceberg_table_free(t);
+  }
+}
+
 /* v3 types: timestamp_ns read as nanosecond timestamps, unknown as an all-null
  * column, variant refused naming the column. */
 TM_TEST(iceberg_ops_v3_types) {
