@@ -393,8 +393,11 @@ static int cmd_files(const tm_cli_args *a, const char *table) {
         tm_cell_kind kinds[7] = {TM_CELL_TEXT, TM_CELL_TEXT, TM_CELL_NUMBER, TM_CELL_NUMBER,
                                  TM_CELL_NUMBER, TM_CELL_TEXT, TM_CELL_NUMBER};
         snprintf(cells[0], 512, "%s", f->path);
-        snprintf(cells[1], 512, "%s", f->content == 0 ? "data" : f->content == 1 ? "position-deletes"
-                                                                                 : "equality-deletes");
+        snprintf(cells[1], 512, "%s",
+                 f->content == 0                       ? "data"
+                 : tm_iceberg_is_deletion_vector(f)    ? "deletion-vector"
+                 : f->content == 1                     ? "position-deletes"
+                                                       : "equality-deletes");
         snprintf(cells[2], 512, "%lld", (long long)f->record_count);
         snprintf(cells[3], 512, "%lld", (long long)f->file_size);
         snprintf(cells[4], 512, "%d", (int)f->spec_id);
@@ -575,7 +578,7 @@ const tm_cli_cmd tm_cli_cmd_iceberg = {
     "  rollback TABLE --to SNAPSHOT             an ancestor becomes current\n"
     "  expire TABLE --older-than 7d             drop old snapshots and their files\n"
     "  history TABLE                            snapshots, oldest first\n"
-    "  files TABLE [--snapshot ID]              live data and delete files\n"
+    "  files TABLE [--snapshot ID]              live data and delete files (and deletion vectors)\n"
     "  cat TABLE [--snapshot ID] [--where FILTER] [--columns a,b] [--stats]   rows, deletes applied",
     k_opts,
     SIZE_MAX,

@@ -44,7 +44,7 @@ out=$(tm iceberg delete wh/events --where "id IN (2, 4)")
 assert_contains "$out" "2 delete files added"
 assert_contains "$out" "2 rows removed"
 files=$(tm iceberg files wh/events --format csv)
-assert_eq "$(grep -c '\.puffin,position-deletes,1,' <<<"$files")" "2" "one DV per data file"
+assert_eq "$(grep -c '\.puffin,deletion-vector,1,' <<<"$files")" "2" "one DV per data file"
 puffin=$(ls wh/events/data/*.puffin)
 node "$TM_SOURCE_DIR/tests/node/puffin-check.mjs" "$puffin" >puffin.json || fail "puffin-check: $puffin"
 assert_contains "$(cat puffin.json)" '"positions":[1]' "the DV of the first file deletes position 1 (id 2)"
@@ -62,8 +62,8 @@ assert_eq "$(tm_sql tm.yaml "SELECT (SELECT count(*) FROM events), (SELECT strin
 # and removes the old one: still one DV per data file.
 tm iceberg delete wh/events --where "id = 1" >/dev/null
 files=$(tm iceberg files wh/events --format csv)
-assert_eq "$(grep -c '\.puffin,position-deletes,' <<<"$files")" "2" "one DV per data file after a merge"
-assert_contains "$files" ".puffin,position-deletes,2," "the merged DV holds both positions"
+assert_eq "$(grep -c '\.puffin,deletion-vector,' <<<"$files")" "2" "one DV per data file after a merge"
+assert_contains "$files" ".puffin,deletion-vector,2," "the merged DV holds both positions"
 assert_eq "$(tm_sql tm.yaml "SELECT string_agg(v, '' ORDER BY id) FROM events_fed")" "ce"
 assert_contains "$(tm_refresh -c tm.yaml --full)" "events_full: 2 rows via full refresh"
 assert_eq "$(tm iceberg cat wh/events --format csv | tail -n +2 | cut -d, -f1 | sort | tr '\n' ' ')" "3 5 " "cat"
