@@ -30,8 +30,10 @@ static const tm_cli_opt k_opts[] = {
     {"partition", 0, "SPEC", "create, replace-table: e.g. \"day(ts), bucket[16](id), region\""},
     {"location", 0, "URI", "create: the table location to record (default file://TABLE)"},
     {"property", 0, "K=V,...", "create: table properties"},
+    {"format-version", 0, "2|3", "create: the table's format version (default 2)"},
     {"where", 0, "FILTER", "overwrite, delete: rows to remove, e.g. \"id < 10 AND region = 'eu'\""},
-    {"position", 0, NULL, "delete: write position delete files (the default)"},
+    {"position", 0, NULL,
+     "delete: write position delete files (the default; deletion vectors on v3 tables)"},
     {"equality", 0, "COLS", "delete: write equality delete files on these columns"},
     {"copy-on-write", 0, NULL, "delete: rewrite the data files instead of adding delete files"},
     {"to", 0, "SNAPSHOT", "rollback: the ancestor snapshot to make current"},
@@ -123,6 +125,13 @@ static int cmd_create(const tm_cli_args *a, const char *table, bool replace) {
   co.partition = opt(a, "partition");
   co.location = opt(a, "location");
   co.replace = replace;
+  const char *fv = opt(a, "format-version");
+  if (fv) {
+    if (replace || (strcmp(fv, "2") != 0 && strcmp(fv, "3") != 0)) {
+      return tm_cli_usage_error(g_cmd, "--format-version is 2 or 3, for create");
+    }
+    co.format_version = fv[0] - '0';
+  }
   tm_schema from;
   tm_schema_init(&from);
   tm_kv props;
@@ -384,8 +393,11 @@ static int cmd_files(const tm_cli_args *a, const char *table) {
         tm_cell_kind kinds[7] = {TM_CELL_TEXT, TM_CELL_TEXT, TM_CELL_NUMBER, TM_CELL_NUMBER,
                                  TM_CELL_NUMBER, TM_CELL_TEXT, TM_CELL_NUMBER};
         snprintf(cells[0], 512, "%s", f->path);
-        snprintf(cells[1], 512, "%s", f->content == 0 ? "data" : f->content == 1 ? "position-deletes"
-                                                                                 : "equality-deletes");
+        snprintf(cells[1], 512, "%s",
+                 f->content == 0                       ? "data"
+                 : tm_iceberg_is_deletion_vector(f)    ? "deletion-vector"
+                 : f->content == 1                     ? "position-deletes"
+                                                       : "equality-deletes");
         snprintf(cells[2], 512, "%lld", (long long)f->record_count);
         snprintf(cells[3], 512, "%lld", (long long)f->file_size);
         snprintf(cells[4], 512, "%d", (int)f->spec_id);
@@ -551,20 +563,22 @@ const tm_cli_cmd tm_cli_cmd_iceberg = {
     "author and inspect Iceberg tables in a file-system warehouse",
     "tidemark iceberg <create|append|overwrite|delete|compact|replace-table|rollback|expire|"
     "history|files|cat> TABLE [FILE...] [options]",
-    "Authors and inspects Apache Iceberg (format v2) tables in a file-system warehouse.\n"
+    "Authors and inspects Apache Iceberg (format v2 and v3) tables in a file-system warehouse.\n"
     "TABLE is the table's folder (it holds metadata/ and data/). history, files and cat also\n"
     "accept a REST catalog URL http[s]://HOST/v1/[PREFIX/]namespaces/NS/tables/T.\n"
     "\n"
     "  create TABLE --schema JSON | --schema-from FILE.parquet [--partition SPEC]\n"
+    "         [--format-version 2|3]\n"
     "  append TABLE FILE...                     Parquet or CSV files, one append snapshot\n"
     "  overwrite TABLE --where FILTER FILE...   remove matching rows, add files\n"
     "  delete TABLE --where FILTER [--position | --equality COLS | --copy-on-write]\n"
+    "                                           (v3: --position writes deletion vectors)\n"
     "  compact TABLE                            rewrite into fewer files (replace snapshot)\n"
     "  replace-table TABLE [--schema JSON] [--partition SPEC]   new uuid, same location\n"
     "  rollback TABLE --to SNAPSHOT             an ancestor becomes current\n"
     "  expire TABLE --older-than 7d             drop old snapshots and their files\n"
     "  history TABLE                            snapshots, oldest first\n"
-    "  files TABLE [--snapshot ID]              live data and delete files\n"
+    "  files TABLE [--snapshot ID]              live data and delete files (and deletion vectors)\n"
     "  cat TABLE [--snapshot ID] [--where FILTER] [--columns a,b] [--stats]   rows, deletes applied",
     k_opts,
     SIZE_MAX,

@@ -97,7 +97,9 @@ void tm_source__dispose(tm_source *s) {
 static int check_fileset_params(const char *from, const tm_kv *params, tm_error *err) {
   bool s3 = tm_str_has_prefix(from, "s3://") || tm_str_has_prefix(from, "s3a://");
   bool abfs = tm_str_has_prefix(from, "abfs://") || tm_str_has_prefix(from, "abfss://");
-  static const char *const known[] = {"file_format", "csv_has_header", "csv_delimiter", NULL};
+  static const char *const known[] = {"file_format", "csv_has_header", "csv_delimiter",
+                                      "csv_quote", "csv_escape", "csv_schema_infer_max_records",
+                                      "json_format", "file_compression_type", NULL};
   for (size_t i = 0; params && i < params->len; i++) {
     const char *k = params->items[i].key, *v = params->items[i].value;
     bool ok = false;
@@ -112,10 +114,15 @@ static int check_fileset_params(const char *from, const tm_kv *params, tm_error 
       continue;
     if (abfs && (tm_str_has_prefix(k, "abfs_") || !strcmp(k, "allow_http"))) continue;
     return tm_error_set(err, TM_EINVALID, "unknown param '%s' of a%s source (allowed: file_format, "
-                        "csv_has_header, csv_delimiter, hive_partitioning_enabled%s)", k,
+                        "csv_has_header, csv_delimiter, csv_quote, csv_escape, "
+                        "csv_schema_infer_max_records, json_format, file_compression_type, "
+                        "hive_partitioning_enabled%s)", k,
                         s3 ? "n s3" : abfs ? "n abfs" : " file",
                         s3 ? ", s3_*, allow_http, client_timeout" : abfs ? ", abfs_*, allow_http" : "");
   }
+  /* The format params' values, as the source reads them. */
+  tm_source__file_params fp;
+  TM_TRY(tm_source__file_params_parse(&fp, NULL, params, err));
   /* The store's own names and values, checked by opening it (that contacts nothing). */
   return s3 || abfs ? tm_objstore_check_params(from, params, err) : TM_OK;
 }

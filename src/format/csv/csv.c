@@ -36,7 +36,7 @@ int tm_csv_infer_schema(tm_schema *out, tm_input *in, const tm_text_options *opt
   size_t n = 0;
   int rc = tm_text_scanner_init(&s, in, o.max_record_bytes, err);
   if (rc == TM_OK) {
-    rc = tm_text_scanner_csv(&s, o.delimiter, &rec, err);
+    rc = tm_text_scanner_csv(&s, &o, &rec, err);
     if (rc == TM_ITEROVER) rc = tm_error_set(err, TM_ECORRUPT, "%s: empty CSV file", tm_input_name(in));
   }
   if (rc == TM_OK) {
@@ -53,12 +53,16 @@ int tm_csv_infer_schema(tm_schema *out, tm_input *in, const tm_text_options *opt
   }
   for (int64_t row = 0; rc == TM_OK && row < o.sample_rows; row++) {
     int64_t line = s.line;
-    rc = tm_text_scanner_csv(&s, o.delimiter, &rec, err);
+    rc = tm_text_scanner_csv(&s, &o, &rec, err);
     if (rc == TM_ITEROVER) {
       rc = TM_OK;
       break;
     }
     if (rc < 0) break;
+    if (rec.n == 1 && rec.fields[0].len == 0 && !rec.quoted[0] && n != 1) {
+      row--; /* a blank line, skipped as the reader does */
+      continue;
+    }
     if (rec.n != n) {
       rc = tm_error_set(err, TM_ECORRUPT, "%s: line %lld has %zu fields, the header has %zu",
                         tm_input_name(in), (long long)line, rec.n, n);
@@ -114,7 +118,7 @@ int tm_csv_reader_open(tm_csv_reader **out, tm_input *in, const tm_schema *schem
     if (!r->map) rc = tm_error_nomem(err);
   }
   if (rc == TM_OK && !r->opts.no_header) {
-    rc = tm_text_scanner_csv(&r->scan, r->opts.delimiter, &r->rec, err);
+    rc = tm_text_scanner_csv(&r->scan, &r->opts, &r->rec, err);
     if (rc == TM_ITEROVER) {
       r->done = true;
       rc = TM_OK;
@@ -150,7 +154,7 @@ int tm_csv_reader_next(tm_csv_reader *r, tm_batch *out, tm_error *err) {
   const tm_schema *schema = &r->bb.schema;
   while (!r->done && tm_batch_builder_rows(&r->bb) < r->opts.batch_rows) {
     int64_t line = r->scan.line;
-    int rc = tm_text_scanner_csv(&r->scan, r->opts.delimiter, &r->rec, err);
+    int rc = tm_text_scanner_csv(&r->scan, &r->opts, &r->rec, err);
     if (rc == TM_ITEROVER) {
       r->done = true;
       break;

@@ -2,9 +2,11 @@
  * csv.h - CSV files as batches (format layer).
  *
  * RFC 4180: a header row (unless no_header), comma-separated (or another
- * delimiter), fields optionally quoted with "" for a quote, newlines inside
- * quotes. An empty unquoted field is NULL; a quoted empty field is an empty
- * string. Types come from a given schema or are inferred from a sample of
+ * delimiter), fields optionally quoted (opts->quote, doubled for itself;
+ * opts->escape, when set, makes the next byte inside quotes literal),
+ * newlines inside quotes. An empty unquoted field is NULL; a quoted empty
+ * field is an empty string. A record with more or fewer fields than the
+ * header is TM_ECORRUPT naming the file and line; blank lines are skipped. Types come from a given schema or are inferred from a sample of
  * rows (format/text/text.h). With a header, columns are matched to the
  * schema by name (ASCII case-insensitive); schema columns the file lacks read
  * as NULL, file columns the schema lacks are skipped.

@@ -28,6 +28,7 @@ struct tm_iceberg_commit {
   tm_iceberg_data_file *added;   /* n_added (grown by doubling) */
   size_t n_added, cap_added;
   char **removed_keys;           /* match keys of removed files */
+  int64_t *removed_offsets;      /* per removed key: a DV's content_offset, or -1 (all) */
   bool *removed_found;
   size_t n_removed, cap_removed;
   tm_kv summary;                 /* extra summary entries */
@@ -41,8 +42,9 @@ int tm_iceberg_commit_begin(tm_iceberg_commit **out, tm_iceberg_table *base,
   for (size_t i = 0; i < 4; i++) ok = ok || strcmp(operation, ops[i]) == 0;
   if (!ok) return tm_error_set(err, TM_EINVALID, "unknown snapshot operation \"%s\"", operation);
   const tm_iceberg_metadata *m = tm_iceberg_table_metadata(base);
-  if (m->format_version != 2) {
-    return tm_error_set(err, TM_EUNSUPPORTED, "writing is supported for format v2 tables (this is v%d)",
+  if (m->format_version != 2 && m->format_version != 3) {
+    return tm_error_set(err, TM_EUNSUPPORTED,
+                        "writing is supported for format v2 and v3 tables (this is v%d)",
                         m->format_version);
   }
   tm_iceberg_commit *c = tm_calloc(1, sizeof *c);
@@ -134,20 +136,25 @@ int tm_iceberg_commit_add_file(tm_iceberg_commit *c, const tm_iceberg_data_file 
   return TM_OK;
 }
 
-int tm_iceberg_commit_remove_file(tm_iceberg_commit *c, const char *path, tm_error *err) {
+static int remove_entry(tm_iceberg_commit *c, const char *path, int64_t offset,
+                        tm_error *err) {
   if (c->n_removed == c->cap_removed) {
     size_t ncap = c->cap_removed ? c->cap_removed * 2 : 16;
     char **k = tm_arena_calloc(&c->arena, ncap, sizeof *k, err);
     bool *f = tm_arena_calloc(&c->arena, ncap, sizeof *f, err);
-    if (!k || !f) return err->code;
+    int64_t *o = tm_arena_calloc(&c->arena, ncap, sizeof *o, err);
+    if (!k || !f || !o) return err->code;
     if (c->n_removed) {
       memcpy(k, c->removed_keys, c->n_removed * sizeof *k);
       memcpy(f, c->removed_found, c->n_removed * sizeof *f);
+      memcpy(o, c->removed_offsets, c->n_removed * sizeof *o);
     }
     c->removed_keys = k;
     c->removed_found = f;
+    c->removed_offsets = o;
     c->cap_removed = ncap;
   }
+  c->removed_offsets[c->n_removed] = offset;
   char *key = NULL;
   TM_TRY(tm_iceberg_table_path_key(c->base, path, &key, err));
   c->removed_keys[c->n_removed] = tm_arena_strndup(&c->arena, key, strlen(key), err);
@@ -156,6 +163,16 @@ int tm_iceberg_commit_remove_file(tm_iceberg_commit *c, const char *path, tm_err
   c->removed_found[c->n_removed] = false;
   c->n_removed++;
   return TM_OK;
+}
+
+int tm_iceberg_commit_remove_file(tm_iceberg_commit *c, const char *path, tm_error *err) {
+  return remove_entry(c, path, -1, err);
+}
+
+int tm_iceberg_commit_remove_dv(tm_iceberg_commit *c, const char *path, int64_t offset,
+                                tm_error *err) {
+  if (offset < 0) return tm_error_set(err, TM_EINVALID, "%s: bad deletion vector offset", path);
+  return remove_entry(c, path, offset, err);
 }
 
 int tm_iceberg_commit_set_summary(tm_iceberg_commit *c, const char *key, const char *value,
@@ -167,6 +184,7 @@ int tm_iceberg_commit_set_summary(tm_iceberg_commit *c, const char *key, const c
 typedef struct deltas {
   int64_t added_data_files, added_records, added_size;
   int64_t added_delete_files, added_pos_files, added_eq_files, added_pos_rows, added_eq_rows;
+  int64_t added_dvs, removed_dvs;
   int64_t deleted_data_files, deleted_records, removed_size;
   int64_t removed_delete_files, removed_pos_files, removed_eq_files, removed_pos_rows,
       removed_eq_rows;
@@ -179,7 +197,10 @@ static void count_added(deltas *d, const tm_iceberg_data_file *f) {
     d->added_records += f->record_count;
   } else {
     d->added_delete_files++;
-    if (f->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+    if (tm_iceberg_is_deletion_vector(f)) {
+      d->added_dvs++; /* position delete files are counted without DVs (spec) */
+      d->added_pos_rows += f->record_count;
+    } else if (f->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
       d->added_pos_files++;
       d->added_pos_rows += f->record_count;
     } else {
@@ -197,7 +218,10 @@ static void count_removed(deltas *d, const tm_iceberg_data_file *f) {
     d->deleted_records += f->record_count;
   } else {
     d->removed_delete_files++;
-    if (f->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+    if (tm_iceberg_is_deletion_vector(f)) {
+      d->removed_dvs++;
+      d->removed_pos_rows += f->record_count;
+    } else if (f->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
       d->removed_pos_files++;
       d->removed_pos_rows += f->record_count;
     } else {
@@ -208,9 +232,14 @@ static void count_removed(deltas *d, const tm_iceberg_data_file *f) {
   d->removed_size += size;
 }
 
-static int find_removed(const tm_iceberg_commit *c, const char *key) {
+static int find_removed(const tm_iceberg_commit *c, const char *key,
+                        const tm_iceberg_data_file *f) {
   for (size_t i = 0; i < c->n_removed; i++) {
-    if (strcmp(c->removed_keys[i], key) == 0) return (int)i;
+    if (strcmp(c->removed_keys[i], key) != 0) continue;
+    if (c->removed_offsets[i] >= 0 &&
+        (!f->has_content_offset || f->content_offset != c->removed_offsets[i]))
+      continue;
+    return (int)i;
   }
   return -1;
 }
@@ -258,7 +287,7 @@ static int carry_manifest(tm_iceberg_commit *c, const tm_iceberg_manifest_file *
     if (f->status == TM_ICEBERG_DELETED) continue;
     char *key = NULL;
     TM_CHECK(tm_iceberg_table_path_key(c->base, f->path, &key, err));
-    int r = find_removed(c, key);
+    int r = find_removed(c, key, f);
     tm_free(key);
     tm_iceberg__entry *e = &entries[n++];
     e->file = f;
@@ -451,6 +480,8 @@ static json_t *build_summary(const tm_iceberg_commit *c, const tm_iceberg_snapsh
   if (d->added_eq_files) put_num(s, "added-equality-delete-files", d->added_eq_files);
   if (d->added_pos_rows) put_num(s, "added-position-deletes", d->added_pos_rows);
   if (d->added_eq_rows) put_num(s, "added-equality-deletes", d->added_eq_rows);
+  if (d->added_dvs) put_num(s, "added-dvs", d->added_dvs);
+  if (d->removed_dvs) put_num(s, "removed-dvs", d->removed_dvs);
   if (d->deleted_data_files) put_num(s, "deleted-data-files", d->deleted_data_files);
   if (d->deleted_records) put_num(s, "deleted-records", d->deleted_records);
   if (d->removed_size) put_num(s, "removed-files-size", d->removed_size);
@@ -526,6 +557,19 @@ int tm_iceberg_commit_finish(tm_iceberg_commit *c, int64_t *snapshot_id_out, tm_
       goto done;
     }
   }
+  /* v3 row lineage (spec, "First Row ID Assignment"): data manifests
+   * without a first_row_id get the next ranges from the table's next-row-id. */
+  int64_t first_row_id = m->has_next_row_id ? m->next_row_id : 0, next_row_id = first_row_id;
+  if (m->format_version >= 3) {
+    for (size_t i = 0; i < list.n; i++) {
+      tm_iceberg_manifest_file *mf = &list.items[i];
+      if (mf->content != 0 || mf->has_first_row_id) continue;
+      mf->has_first_row_id = true;
+      mf->first_row_id = next_row_id;
+      next_row_id += (mf->added_rows > 0 ? mf->added_rows : 0) +
+                     (mf->existing_rows > 0 ? mf->existing_rows : 0);
+    }
+  }
   const char *list_path = NULL;
   TM_CHECK(tm_iceberg__write_manifest_list(c->base, list.items, list.n, c->snapshot_id,
                                            cur ? cur->snapshot_id : -1, seq, &c->arena,
@@ -543,6 +587,10 @@ int tm_iceberg_commit_finish(tm_iceberg_commit *c, int64_t *snapshot_id_out, tm_
     goto done;
   }
   if (cur) json_object_set_new(snap, "parent-snapshot-id", json_integer(cur->snapshot_id));
+  if (m->format_version >= 3) {
+    json_object_set_new(snap, "first-row-id", json_integer(first_row_id));
+    json_object_set_new(snap, "added-rows", json_integer(next_row_id - first_row_id));
+  }
   json_t *snaps = json_object_get(root, "snapshots");
   if (!json_is_array(snaps)) {
     snaps = json_array();
@@ -550,6 +598,7 @@ int tm_iceberg_commit_finish(tm_iceberg_commit *c, int64_t *snapshot_id_out, tm_
   }
   json_array_append_new(snaps, snap);
   json_object_set_new(root, "last-sequence-number", json_integer(seq));
+  if (m->format_version >= 3) json_object_set_new(root, "next-row-id", json_integer(next_row_id));
   TM_CHECK(tm_iceberg__set_current(root, c->snapshot_id, now, err));
   TM_CHECK(tm_iceberg__publish(c->base, root, err));
   c->finished = true;

@@ -125,6 +125,8 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
   if (is_data) {
     for (size_t i = 0; i < schema->root->n_fields; i++) {
       const tm_iceberg_field *f = &schema->root->fields[i];
+      /* v3 "unknown" columns are always null and not stored in data files. */
+      if (f->type->id == TM_ICEBERG_UNKNOWN) continue;
       TM_CHECK(add_column(w, f->name, f->type, !f->required, f->id, err));
     }
   } else if (w->o.content == TM_ICEBERG_CONTENT_POSITION_DELETES) {

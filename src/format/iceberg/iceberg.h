@@ -27,7 +27,7 @@
  * normalisation gives the key used to match position deletes to data files.
  *
  * Errors: TM_ECORRUPT (bad JSON, Avro or metadata, with the file named),
- * TM_EUNSUPPORTED (format-version > 3, deletion vectors, encrypted
+ * TM_EUNSUPPORTED (format-version > 3, encrypted
  * manifests), TM_ENOTFOUND (snapshot, metadata file), TM_EIO from io.
  */
 #ifndef TM_FORMAT_ICEBERG_ICEBERG_H
@@ -141,8 +141,10 @@ const char *tm_iceberg_type_name(tm_iceberg_type_id id);
 bool tm_iceberg_type_is_primitive(const tm_iceberg_type *t);
 /**
  * The columnar type for an Iceberg primitive (int -> int32, timestamptz ->
- * timestamp(us, UTC), uuid -> fixed(16) uuid, ...). Nested types, variant and
- * geo types read as UTF-8 JSON text. TM_EUNSUPPORTED for "unknown".
+ * timestamp(us, UTC), timestamp_ns -> timestamp(ns), uuid -> fixed(16) uuid,
+ * ...). Nested types read as UTF-8 JSON text, geo types as binary; v3
+ * "unknown" is UTF-8 (its values are always null). TM_EUNSUPPORTED for v3
+ * "variant".
  */
 int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err)
     TM_WARN_UNUSED;
@@ -557,6 +559,13 @@ int tm_iceberg_read_manifest(const tm_iceberg_table *t, const tm_iceberg_manifes
     TM_WARN_UNUSED;
 void tm_iceberg_manifest_free(tm_iceberg_manifest *m);
 
+/**
+ * Whether a delete entry is a deletion vector (format v3): a position delete
+ * entry with content_offset set or file_format "puffin". Its blob is a
+ * deletion-vector-v1 in that Puffin file (format/puffin/puffin.h).
+ */
+bool tm_iceberg_is_deletion_vector(const tm_iceberg_data_file *f);
+
 /* ---- single values and bounds ------------------------------------------- */
 
 /**
@@ -617,8 +626,11 @@ typedef struct tm_iceberg_scan_options {
  * bounds), and attaches the delete files that apply to each (position
  * deletes: same spec and partition, data seq <= delete seq, and the
  * referenced file when given; equality deletes: data seq < delete seq, same
- * partition unless the delete's spec is unpartitioned). Deletion vectors are
- * refused with TM_EUNSUPPORTED. A table without snapshots plans no task.
+ * partition unless the delete's spec is unpartitioned). A deletion vector
+ * (v3) applies to its referenced_data_file when data seq <= its seq, and
+ * then replaces that file's position delete files; two for one data file, or
+ * one without referenced_data_file / content_offset / content_size_in_bytes,
+ * is TM_ECORRUPT. A table without snapshots plans no task.
  * Caller owns *out (tm_iceberg_scan_free).
  */
 int tm_iceberg_plan_scan(const tm_iceberg_table *t, const tm_iceberg_scan_options *opts,

@@ -520,6 +520,7 @@ int tm_iceberg_read_manifest(const tm_iceberg_table *t, const tm_iceberg_manifes
   size_t cap = 0;
   int rc;
   manifest_ctx c = {t, mf, m, NULL, NULL, NULL, false, err};
+  int64_t next_row_id = mf->first_row_id;
   TM_CHECK(tm_iceberg__open_avro(t, mf->path, &in, &r, err));
   const tm_avro_schema *schema = tm_avro_reader_schema(r);
   if (schema->kind != TM_AVRO_RECORD) {
@@ -555,6 +556,16 @@ int tm_iceberg_read_manifest(const tm_iceberg_table *t, const tm_iceberg_manifes
         tm_error_prefix(err, "%s: entry %lld", mf->path, (long long)(tm_avro_reader_records(r) - 1));
       }
       goto done;
+    }
+    /* v3 first_row_id inheritance (spec, "First Row ID Inheritance"): a null
+     * first_row_id of a data file is the manifest's plus the record counts of
+     * the data files before it that had none. Only on whole reads, where
+     * every preceding entry is seen. */
+    if (keep && only_added_by < 0 && mf->has_first_row_id &&
+        f->content == TM_ICEBERG_CONTENT_DATA && !f->has_first_row_id) {
+      f->has_first_row_id = true;
+      f->first_row_id = next_row_id;
+      next_row_id += f->record_count > 0 ? f->record_count : 0;
     }
     if (keep) m->n_entries++;
   }

@@ -113,7 +113,8 @@ static json_t *opt_field(const char *name, json_t *type, int32_t id) {
 }
 
 /* Builds the manifest_entry schema for a spec; *ptypes gets result types. */
-static char *entry_schema_json(const tm_iceberg_schema *schema, const tm_iceberg_spec *spec,
+static char *entry_schema_json(int version, const tm_iceberg_schema *schema,
+                               const tm_iceberg_spec *spec,
                                tm_iceberg_type *ptypes, tm_error *err) {
   json_t *pfields = json_array();
   if (!pfields) {
@@ -168,7 +169,15 @@ static char *entry_schema_json(const tm_iceberg_schema *schema, const tm_iceberg
                                             "element-id", 136),
                                   135));
   json_array_append_new(df_fields, opt_field("sort_order_id", json_string("int"), 140));
+  if (version >= 3) {
+    json_array_append_new(df_fields, opt_field("first_row_id", json_string("long"), 142));
+  }
   json_array_append_new(df_fields, opt_field("referenced_data_file", json_string("string"), 143));
+  if (version >= 3) {
+    json_array_append_new(df_fields, opt_field("content_offset", json_string("long"), 144));
+    json_array_append_new(df_fields,
+                          opt_field("content_size_in_bytes", json_string("long"), 145));
+  }
   json_t *root = json_pack(
       "{s:s, s:s, s:[{s:s, s:s, s:i}, o, o, o, {s:s, s:{s:s, s:s, s:o}, s:i}]}", "type", "record",
       "name", "manifest_entry", "fields", "name", "status", "type", "int", "field-id", 0,
@@ -291,8 +300,9 @@ static int put_stat_map(tm_buf *b, const tm_iceberg_data_file *f, int which, tm_
   return tm_avro_put_long(b, 0, err);
 }
 
-static int encode_entry(tm_buf *b, const tm_iceberg__entry *e, const tm_iceberg_spec *spec,
-                        const tm_iceberg_type *ptypes, tm_error *err) {
+static int encode_entry(int version, tm_buf *b, const tm_iceberg__entry *e,
+                        const tm_iceberg_spec *spec, const tm_iceberg_type *ptypes,
+                        tm_error *err) {
   const tm_iceberg_data_file *f = e->file;
   TM_TRY(tm_avro_put_long(b, e->status, err));
   TM_TRY(put_opt_long(b, e->snapshot_id, err));
@@ -343,11 +353,22 @@ static int encode_entry(tm_buf *b, const tm_iceberg__entry *e, const tm_iceberg_
     TM_TRY(tm_avro_put_long(b, 1, err));
     TM_TRY(tm_avro_put_long(b, f->sort_order_id > 0 ? f->sort_order_id : 0, err));
   }
+  /* first_row_id: null for ADDED data files (inherited from the manifest list)
+   * and for delete files; the inherited value for EXISTING and DELETED ones. */
+  if (version >= 3) {
+    bool row_id = f->content == TM_ICEBERG_CONTENT_DATA && e->status != TM_ICEBERG_ADDED &&
+                  f->has_first_row_id;
+    TM_TRY(put_opt_long(b, row_id ? f->first_row_id : -1, err));
+  }
   if (f->referenced_data_file) {
     TM_TRY(tm_avro_put_long(b, 1, err));
     TM_TRY(tm_avro_put_string(b, f->referenced_data_file, err));
   } else {
     TM_TRY(tm_avro_put_long(b, 0, err));
+  }
+  if (version >= 3) {
+    TM_TRY(put_opt_long(b, f->has_content_offset ? f->content_offset : -1, err));
+    TM_TRY(put_opt_long(b, f->has_content_offset ? f->content_size : -1, err));
   }
   return TM_OK;
 }
@@ -421,7 +442,8 @@ int tm_iceberg__write_manifest(const tm_iceberg_table *t, const tm_iceberg_schem
     rc = tm_error_nomem(err);
     goto done;
   }
-  schema_text = entry_schema_json(schema, spec, ptypes, err);
+  int version = tm_iceberg_table_metadata(t)->format_version;
+  schema_text = entry_schema_json(version, schema, spec, ptypes, err);
   if (!schema_text) {
     rc = err->code;
     goto done;
@@ -447,7 +469,7 @@ int tm_iceberg__write_manifest(const tm_iceberg_table *t, const tm_iceberg_schem
   TM_CHECK(tm_kv_set(&meta, "partition-spec", spec_text, err));
   snprintf(num, sizeof num, "%d", (int)spec->spec_id);
   TM_CHECK(tm_kv_set(&meta, "partition-spec-id", num, err));
-  TM_CHECK(tm_kv_set(&meta, "format-version", "2", err));
+  TM_CHECK(tm_kv_set(&meta, "format-version", version >= 3 ? "3" : "2", err));
   TM_CHECK(tm_kv_set(&meta, "content", content ? "deletes" : "data", err));
   TM_CHECK(tm_avro_writer_new(&w, schema_text, TM_AVRO_CODEC_DEFLATE, &meta, err));
   memset(out, 0, sizeof *out);
@@ -455,7 +477,7 @@ int tm_iceberg__write_manifest(const tm_iceberg_table *t, const tm_iceberg_schem
   for (size_t i = 0; i < n; i++) {
     const tm_iceberg__entry *e = &entries[i];
     tm_buf_clear(&datum);
-    TM_CHECK(encode_entry(&datum, e, spec, ptypes, err));
+    TM_CHECK(encode_entry(version, &datum, e, spec, ptypes, err));
     TM_CHECK(tm_avro_writer_append_encoded(w, datum.ptr, datum.len, err));
     int64_t rows = e->file->record_count;
     switch (e->status) {
@@ -559,9 +581,15 @@ static const char k_list_schema[] =
     "\"element-id\":508}],\"default\":null,\"field-id\":507},"
     "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":519}]}";
 
+/* v3: the same, with first_row_id (520) after key_metadata. */
+static const char k_list_schema_v3_tail[] =
+    ",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"default\":null,"
+    "\"field-id\":520}]}";
+
 static int64_t nonneg(int64_t v) { return v < 0 ? 0 : v; }
 
-static int encode_list_entry(tm_buf *b, const tm_iceberg_manifest_file *mf, tm_error *err) {
+static int encode_list_entry(int version, tm_buf *b, const tm_iceberg_manifest_file *mf,
+                             tm_error *err) {
   TM_TRY(tm_avro_put_string(b, mf->path, err));
   TM_TRY(tm_avro_put_long(b, mf->length, err));
   TM_TRY(tm_avro_put_long(b, mf->spec_id, err));
@@ -606,7 +634,9 @@ static int encode_list_entry(tm_buf *b, const tm_iceberg_manifest_file *mf, tm_e
     }
     TM_TRY(tm_avro_put_long(b, 0, err));
   }
-  return tm_avro_put_long(b, 0, err); /* key_metadata: null */
+  TM_TRY(tm_avro_put_long(b, 0, err)); /* key_metadata: null */
+  if (version >= 3) TM_TRY(put_opt_long(b, mf->has_first_row_id ? mf->first_row_id : -1, err));
+  return TM_OK;
 }
 
 int tm_iceberg__write_manifest_list(const tm_iceberg_table *t,
@@ -625,11 +655,18 @@ int tm_iceberg__write_manifest_list(const tm_iceberg_table *t,
   TM_CHECK(tm_kv_set(&meta, "parent-snapshot-id", parent_id >= 0 ? num : "null", err));
   snprintf(num, sizeof num, "%lld", (long long)seq);
   TM_CHECK(tm_kv_set(&meta, "sequence-number", num, err));
-  TM_CHECK(tm_kv_set(&meta, "format-version", "2", err));
-  TM_CHECK(tm_avro_writer_new(&w, k_list_schema, TM_AVRO_CODEC_DEFLATE, &meta, err));
+  int version = tm_iceberg_table_metadata(t)->format_version;
+  char schema_v3[sizeof k_list_schema + sizeof k_list_schema_v3_tail];
+  /* The v2 schema without its closing "]}", then the v3 tail. */
+  memcpy(schema_v3, k_list_schema, sizeof k_list_schema - 3);
+  memcpy(schema_v3 + sizeof k_list_schema - 3, k_list_schema_v3_tail,
+         sizeof k_list_schema_v3_tail);
+  TM_CHECK(tm_kv_set(&meta, "format-version", version >= 3 ? "3" : "2", err));
+  TM_CHECK(tm_avro_writer_new(&w, version >= 3 ? schema_v3 : k_list_schema,
+                              TM_AVRO_CODEC_DEFLATE, &meta, err));
   for (size_t i = 0; i < n; i++) {
     tm_buf_clear(&datum);
-    TM_CHECK(encode_list_entry(&datum, &files[i], err));
+    TM_CHECK(encode_list_entry(version, &datum, &files[i], err));
     TM_CHECK(tm_avro_writer_append_encoded(w, datum.ptr, datum.len, err));
   }
   TM_CHECK(tm_avro_writer_finish(w, &file, err));

@@ -15,6 +15,7 @@
 #include "format/iceberg/iceberg_int.h"
 #include "format/iceberg/read.h"
 #include "format/iceberg/writer.h"
+#include "format/puffin/puffin.h"
 #include "format/parquet/parquet.h"
 #include "util/alloc.h"
 #include "util/hash.h"
@@ -264,6 +265,33 @@ static int plan_current(tm_iceberg_table *t, const tm_predicate *where, tm_icebe
   return tm_iceberg_plan_scan(t, &so, out, err);
 }
 
+/* ---- deletion vectors (format v3) ------------------------------------------------ */
+
+/* A data file's new deletion vector: every position deleted after this commit. */
+typedef struct dv_item {
+  const tm_iceberg_scan_task *task;
+  int64_t *pos;
+  size_t n;
+} dv_item;
+
+typedef struct dv_list {
+  dv_item *items;
+  size_t n;
+} dv_list;
+
+static void dv_list_dispose(dv_list *l) {
+  for (size_t i = 0; i < l->n; i++) tm_free(l->items[i].pos);
+  tm_free(l->items);
+}
+
+/* The deletion vector the scan attached to a task, or NULL. */
+static const tm_iceberg_data_file *task_dv(const tm_iceberg_scan_task *task) {
+  for (size_t i = 0; i < task->n_deletes; i++) {
+    if (tm_iceberg_is_deletion_vector(task->deletes[i])) return task->deletes[i];
+  }
+  return NULL;
+}
+
 /* Copy-on-write removal of matching rows, plus optional input files. */
 static int cow(tm_iceberg_table *t, const char *op, const tm_predicate *where,
                const char *const *paths, size_t n_paths, const tm_iceberg_op_options *opts,
@@ -295,6 +323,8 @@ static int cow(tm_iceberg_table *t, const char *op, const tm_predicate *where,
   for (size_t i = 0; i < scan->n_tasks; i++) {
     if (!remove[i]) continue;
     TM_CHECK(tm_iceberg_commit_remove_file(c, scan->tasks[i].file->path, err));
+    const tm_iceberg_data_file *dv = task_dv(&scan->tasks[i]);
+    if (dv) TM_CHECK(tm_iceberg_commit_remove_dv(c, dv->path, dv->content_offset, err));
     res->files_removed++;
   }
   TM_CHECK(add_written(c, w, res, err));
@@ -424,6 +454,107 @@ static int write_groups(tm_iceberg_table *t, delete_groups *gs, int content,
   return TM_OK;
 }
 
+/*
+ * The positions of a task's data file that are deleted once the rows in
+ * `kept` (live rows not matching, by position; kept[p] = 1) are all that
+ * remain: every position of [0, record_count) not kept. This folds the old
+ * deletion vector, position deletes and equality deletes of the file into
+ * the new vector, as the spec requires (one DV per data file).
+ */
+static int dv_positions(const tm_iceberg_scan_task *task, const uint8_t *kept, dv_list *l,
+                        tm_error *err) {
+  int64_t rows = task->file->record_count;
+  size_t n = 0;
+  for (int64_t p = 0; p < rows; p++) n += !kept[p];
+  int64_t *pos = tm_calloc(n ? n : 1, sizeof *pos);
+  dv_item *items = tm_reallocarray(l->items, l->n + 1, sizeof *items);
+  if (items) l->items = items;
+  if (!pos || !items) {
+    tm_free(pos);
+    return tm_error_nomem(err);
+  }
+  size_t k = 0;
+  for (int64_t p = 0; p < rows; p++) {
+    if (!kept[p]) pos[k++] = p;
+  }
+  l->items[l->n].task = task;
+  l->items[l->n].pos = pos;
+  l->items[l->n].n = n;
+  l->n++;
+  return TM_OK;
+}
+
+/*
+ * Writes one Puffin file under data/ holding a deletion-vector-v1 blob per
+ * item, adds a delete entry per blob and removes the vectors they replace.
+ */
+static int write_dvs(tm_iceberg_table *t, const dv_list *l, tm_iceberg_commit *c,
+                     tm_iceberg_op_result *res, tm_error *err) {
+  tm_puffin_writer w;
+  tm_buf blob = TM_BUF_INIT(TM_PUFFIN_BLOB_MAX);
+  tm_arena a;
+  tm_arena_init(&a, (size_t)1 << 20);
+  int64_t *offs = tm_calloc(l->n ? l->n : 1, 2 * sizeof *offs);
+  int rc;
+  if (!offs) {
+    tm_arena_dispose(&a);
+    return tm_error_nomem(err);
+  }
+  TM_CHECK(tm_puffin_writer_init(&w, err));
+  for (size_t i = 0; i < l->n; i++) {
+    const dv_item *it = &l->items[i];
+    tm_buf_clear(&blob);
+    TM_CHECK(tm_dv_encode(it->pos, it->n, &blob, err));
+    char card[32];
+    snprintf(card, sizeof card, "%zu", it->n);
+    const char *keys[] = {"referenced-data-file", "cardinality"};
+    const char *vals[] = {it->task->file->path, card};
+    /* The DV blob's field is the reserved _pos column; snapshot id and
+     * sequence number are unknown when the file is written (-1, Puffin spec). */
+    int32_t field = 2147483545;
+    TM_CHECK(tm_puffin_writer_add(&w, TM_PUFFIN_DV_TYPE, &field, 1, -1, -1, keys, vals, 2,
+                                  blob.ptr, blob.len, &offs[2 * i], &offs[2 * i + 1], err));
+  }
+  TM_CHECK(tm_puffin_writer_finish(&w, "tidemark", err));
+  char uuid[37], rel[96];
+  tm_iceberg_uuid(uuid);
+  snprintf(rel, sizeof rel, "data/%s-deletes.puffin", uuid);
+  const char *path = tm_iceberg__location_path(&a, t, rel, err);
+  if (!path) {
+    rc = err->code;
+    goto done;
+  }
+  TM_CHECK(tm_iceberg__write_file(t, path, w.out.ptr, w.out.len, true, err));
+  for (size_t i = 0; i < l->n; i++) {
+    const dv_item *it = &l->items[i];
+    const tm_iceberg_data_file *old = task_dv(it->task);
+    if (old) TM_CHECK(tm_iceberg_commit_remove_dv(c, old->path, old->content_offset, err));
+    tm_iceberg_data_file df;
+    memset(&df, 0, sizeof df);
+    df.content = TM_ICEBERG_CONTENT_POSITION_DELETES;
+    df.path = path;
+    df.format = "PUFFIN";
+    df.spec_id = it->task->file->spec_id;
+    df.partition = it->task->file->partition;
+    df.n_partition = it->task->file->n_partition;
+    df.record_count = (int64_t)it->n;
+    df.file_size = (int64_t)w.out.len;
+    df.sort_order_id = -1;
+    df.referenced_data_file = it->task->file->path;
+    df.has_content_offset = true;
+    df.content_offset = offs[2 * i];
+    df.content_size = offs[2 * i + 1];
+    TM_CHECK(tm_iceberg_commit_add_file(c, &df, err));
+    res->delete_files_added++;
+  }
+done:
+  tm_free(offs);
+  tm_buf_dispose(&blob);
+  tm_puffin_writer_dispose(&w);
+  tm_arena_dispose(&a);
+  return rc;
+}
+
 int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
                             tm_iceberg_delete_mode mode, const char *const *eq_columns,
                             size_t n_eq_columns, const tm_iceberg_op_options *opts,
@@ -448,6 +579,10 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
   bool *drop = NULL;
   int rc;
   bool equality = mode == TM_ICEBERG_DELETE_EQUALITY;
+  /* v3 tables take deletion vectors: position delete files must not be added. */
+  bool dvs = !equality && m->format_version >= 3;
+  dv_list dl = {NULL, 0};
+  uint8_t *kept = NULL;
   if (equality) {
     if (n_eq_columns == 0) {
       rc = tm_error_set(err, TM_EINVALID, "equality deletes need columns");
@@ -491,13 +626,35 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
     tm_batch b, rows;
     tm_batch_init(&b);
     tm_batch_init(&rows);
-    int64_t live = 0, matched = 0;
+    int64_t live = 0, matched = 0, n_rows = task->file->record_count;
+    if (dvs && rc == TM_OK) {
+      if (n_rows < 0 || (uint64_t)n_rows > TM_DV_MAX_POSITIONS) {
+        rc = tm_error_set(err, TM_ETOOLARGE, "%s: %lld rows is past the deletion vector limit",
+                          task->file->path, (long long)n_rows);
+      } else {
+        tm_free(kept);
+        kept = tm_calloc(n_rows ? (size_t)n_rows : 1, 1);
+        if (!kept) rc = tm_error_nomem(err);
+      }
+    }
     while (rc == TM_OK && (rc = tm_iceberg_rows_next(r, &b, err)) == TM_OK) {
       uint8_t *match = NULL;
       int64_t n = 0;
       rc = match_rows(where, &b, &match, &n, err);
       live += b.n_rows;
       matched += n;
+      if (dvs && rc == TM_OK) {
+        tm_colview pos = tm_batch_col(&b, b.schema.n_cols - 1);
+        for (int64_t i = 0; rc == TM_OK && i < b.n_rows; i++) {
+          int64_t p = tm_colview_int(&pos, i);
+          if (p < 0 || p >= n_rows) {
+            rc = TM_CORRUPT(err, "%s: row position %lld past its record_count %lld",
+                            task->file->path, (long long)p, (long long)n_rows);
+          } else {
+            kept[p] = !tm_bit_get(match, i);
+          }
+        }
+      }
       if (equality && rc == TM_OK) {
         for (size_t k = 0; k < n_eq_columns; k++) {
           int ix = tm_schema_find(&b.schema, gs.schema.cols[k].name);
@@ -533,6 +690,8 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
         /* Every live row goes: drop the file instead of deleting each row. */
         drop[ti] = true;
         n_drop++;
+      } else if (dvs) {
+        rc = dv_positions(task, kept, &dl, err);
       } else {
         delete_group *g = NULL;
         rc = group_for(&gs, task->file, &g, err);
@@ -553,13 +712,19 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
     if (!drop[ti]) continue;
     TM_CHECK(tm_iceberg_commit_remove_file(c, scan->tasks[ti].file->path, err));
     res->files_removed++;
+    /* A removed data file's deletion vector goes with it (spec). */
+    const tm_iceberg_data_file *old = task_dv(&scan->tasks[ti]);
+    if (old) TM_CHECK(tm_iceberg_commit_remove_dv(c, old->path, old->content_offset, err));
   }
+  if (dl.n) TM_CHECK(write_dvs(t, &dl, c, res, err));
   TM_CHECK(write_groups(t, &gs,
                         equality ? TM_ICEBERG_CONTENT_EQUALITY_DELETES
                                  : TM_ICEBERG_CONTENT_POSITION_DELETES,
                         eq_ids, n_eq_columns, c, res, err));
   TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
 done:
+  dv_list_dispose(&dl);
+  tm_free(kept);
   tm_free(drop);
   tm_free(eq_ids);
   tm_free(eq_idx);
@@ -621,7 +786,11 @@ int tm_iceberg_compact(tm_iceberg_table *t, const tm_iceberg_op_options *opts,
     for (size_t k = 0; k < man->n_entries; k++) {
       const tm_iceberg_data_file *f = &man->entries[k];
       if (f->status == TM_ICEBERG_DELETED) continue;
-      TM_CHECK(tm_iceberg_commit_remove_file(c, f->path, err));
+      if (tm_iceberg_is_deletion_vector(f)) {
+        TM_CHECK(tm_iceberg_commit_remove_dv(c, f->path, f->content_offset, err));
+      } else {
+        TM_CHECK(tm_iceberg_commit_remove_file(c, f->path, err));
+      }
       res->files_removed++;
     }
   }

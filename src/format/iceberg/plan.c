@@ -261,9 +261,21 @@ static int vec_push(tm_arena *a, ptr_vec *v, const tm_iceberg_data_file *f, char
   return TM_OK;
 }
 
-static bool is_deletion_vector(const tm_iceberg_data_file *f) {
+bool tm_iceberg_is_deletion_vector(const tm_iceberg_data_file *f) {
   return f->content == TM_ICEBERG_CONTENT_POSITION_DELETES &&
-         (f->has_content_offset || strcasecmp(f->format, "puffin") == 0);
+         (f->has_content_offset || (f->format && strcasecmp(f->format, "puffin") == 0));
+}
+
+/* What a deletion vector's manifest entry must carry to be read (spec: required). */
+static int check_deletion_vector(const tm_iceberg_data_file *f, tm_error *err) {
+  if (!f->referenced_data_file || !f->has_content_offset || f->content_offset < 0 ||
+      f->content_size < 0 || !f->format || strcasecmp(f->format, "puffin") != 0) {
+    return TM_CORRUPT(err,
+                      "%s: deletion vector entry without a Puffin file_format, "
+                      "referenced_data_file, content_offset and content_size_in_bytes",
+                      f->path);
+  }
+  return TM_OK;
 }
 
 static bool spec_unpartitioned(const tm_iceberg_metadata *m, int32_t spec_id) {
@@ -349,8 +361,24 @@ static int attach_deletes(tm_arena *a, delete_index *ix, tm_iceberg_scan_task *t
   task->deletes = tm_arena_calloc(a, max, sizeof *task->deletes, err);
   if (!task->deletes) return err->code;
   size_t n = 0;
+  /* A deletion vector replaces every position delete file of its data file
+   * (Iceberg spec, "Deletion Vectors"): when one applies, the others are
+   * ignored; two for one data file is a broken table. */
+  const tm_iceberg_data_file *dv = NULL;
   for (size_t i = 0; pv && i < pv->n; i++) {
     const tm_iceberg_data_file *d = pv->items[i];
+    if (!tm_iceberg_is_deletion_vector(d) || f->sequence_number > d->sequence_number) continue;
+    if (!pv->ref_keys[i] || strcmp(pv->ref_keys[i], task->key) != 0) continue;
+    if (dv) {
+      return TM_CORRUPT(err, "%s: two deletion vectors (%s and %s) for one data file", f->path,
+                        dv->path, d->path);
+    }
+    dv = d;
+  }
+  if (dv) task->deletes[n++] = dv;
+  for (size_t i = 0; !dv && pv && i < pv->n; i++) {
+    const tm_iceberg_data_file *d = pv->items[i];
+    if (tm_iceberg_is_deletion_vector(d)) continue;
     if (f->sequence_number > d->sequence_number) continue;
     if (pv->ref_keys[i] && strcmp(pv->ref_keys[i], task->key) != 0) continue;
     task->deletes[n++] = d;
@@ -417,7 +445,7 @@ int tm_iceberg_plan_scan(const tm_iceberg_table *t, const tm_iceberg_scan_option
   if (!snap) goto finish;
   TM_CHECK(tm_iceberg_read_manifest_list(t, snap, &list, err));
   s->stats.manifest_lists_read = 1;
-  /* Delete manifests first, so that a deletion vector fails early. */
+  /* Delete manifests first, so that a broken delete entry fails early. */
   for (int pass = 1; pass >= 0; pass--) {
     for (size_t i = 0; i < list->n_files; i++) {
       const tm_iceberg_manifest_file *mf = &list->files[i];
@@ -453,12 +481,7 @@ int tm_iceberg_plan_scan(const tm_iceberg_table *t, const tm_iceberg_scan_option
           }
           TM_CHECK(vec_push(&s->arena, &data, f, NULL, err));
         } else {
-          if (is_deletion_vector(f)) {
-            rc = tm_error_set(err, TM_EUNSUPPORTED,
-                              "%s: deletion vectors (format v3) are not supported yet",
-                              f->path);
-            goto done;
-          }
+          if (tm_iceberg_is_deletion_vector(f)) TM_CHECK(check_deletion_vector(f, err));
           TM_CHECK(index_delete(&s->arena, t, &ix, f, &kb, err));
         }
       }

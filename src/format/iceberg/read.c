@@ -11,6 +11,7 @@
 
 #include "format/iceberg/iceberg_int.h"
 #include "format/parquet/parquet.h"
+#include "format/puffin/puffin.h"
 #include "util/alloc.h"
 #include "util/hash.h"
 #include "util/time.h"
@@ -152,11 +153,8 @@ int tm_iceberg_schema_to_tm(const tm_iceberg_schema *s, tm_schema *out, tm_error
   for (size_t i = 0; i < s->root->n_fields; i++) {
     const tm_iceberg_field *f = &s->root->fields[i];
     tm_type t;
-    if (f->type->id == TM_ICEBERG_UNKNOWN) {
-      t = tm_type_of(TM_TYPE_UTF8);
-    } else {
-      TM_TRY(tm_iceberg_type_to_tm(f->type, &t, err));
-    }
+    int rc = tm_iceberg_type_to_tm(f->type, &t, err);
+    if (rc < 0) return tm_error_prefix(err, "column '%s'", f->name);
     TM_TRY(tm_schema_add(out, f->name, t, !f->required || !tm_iceberg_type_is_primitive(f->type),
                          f->id, err));
   }
@@ -362,6 +360,7 @@ struct tm_iceberg_rows {
   size_t n_tasks, cur;
   tm_map pos_cache; /* delete file path -> pos_file* */
   tm_map eq_cache;  /* delete file path -> eq_set* */
+  tm_map puffin_cache; /* Puffin file path -> tm_puffin_file* (deletion vectors) */
   file_state *fs;
   tm_iceberg_read_stats stats;
 };
@@ -493,6 +492,86 @@ done:
   tm_parquet_scan_free(scan);
   tm_parquet_close(pf);
   pos_file_free(res);
+  if (rc < 0 && err && !strstr(err->message, d->path)) tm_error_prefix(err, "%s", d->path);
+  return rc;
+}
+
+static void puffin_free(void *p) { tm_puffin_close(p); }
+
+/*
+ * Reads the deletion vector `d` of data file `f` (the deletion-vector-v1 blob
+ * at d's content_offset and content_size_in_bytes in a Puffin file, whose
+ * footer is read once per scan) and appends its positions to merged.
+ */
+static int load_dv(tm_iceberg_rows *r, const tm_iceberg_data_file *d,
+                   const tm_iceberg_data_file *f, posvec *merged, tm_error *err) {
+  tm_puffin_file *pf = tm_map_gets(&r->puffin_cache, d->path);
+  tm_buf blob = TM_BUF_INIT(TM_PUFFIN_BLOB_MAX);
+  int64_t *v = NULL;
+  size_t n = 0;
+  int rc = TM_OK;
+  if (!pf) {
+    tm_input *in = NULL;
+    TM_CHECK(tm_iceberg_table_open_file(r->t, d->path, &in, err));
+    TM_CHECK(tm_puffin_open(&pf, in, err));
+    rc = tm_map_puts(&r->puffin_cache, d->path, pf, NULL, err);
+    if (rc < 0) {
+      tm_puffin_close(pf);
+      goto done;
+    }
+    r->stats.delete_files_read++;
+  }
+  const tm_puffin_blob *b = tm_puffin_find_blob(pf, d->content_offset, d->content_size);
+  if (!b) {
+    rc = TM_CORRUPT(err,
+                    "%s: no blob at offset %lld with length %lld (the manifest's "
+                    "content_offset and content_size_in_bytes for %s)",
+                    d->path, (long long)d->content_offset, (long long)d->content_size,
+                    d->referenced_data_file);
+    goto done;
+  }
+  if (strcmp(b->type, TM_PUFFIN_DV_TYPE) != 0 || b->codec) {
+    rc = TM_CORRUPT(err, "%s: the blob at offset %lld is a %s%s%s blob, not an uncompressed %s",
+                    d->path, (long long)b->offset, b->codec ? b->codec : "",
+                    b->codec ? "-compressed " : "", b->type, TM_PUFFIN_DV_TYPE);
+    goto done;
+  }
+  const char *ref = tm_puffin_blob_prop(b, "referenced-data-file");
+  if (ref && strcmp(ref, d->referenced_data_file) != 0) {
+    rc = TM_CORRUPT(err, "%s: blob at offset %lld is for %s, the manifest says %s", d->path,
+                    (long long)b->offset, ref, d->referenced_data_file);
+    goto done;
+  }
+  TM_CHECK(tm_puffin_read_blob(pf, b, &blob, err));
+  r->stats.bytes_read += blob.len;
+  int64_t max_pos = f->record_count >= 0 ? f->record_count : INT64_MAX;
+  TM_CHECK(tm_dv_decode((const uint8_t *)blob.ptr, blob.len, max_pos, TM_DV_MAX_POSITIONS, &v,
+                        &n, err));
+  const char *card = tm_puffin_blob_prop(b, "cardinality");
+  char *end = NULL;
+  long long want = card ? strtoll(card, &end, 10) : (long long)n;
+  if ((card && (end == card || *end)) || want != (long long)n ||
+      (d->record_count >= 0 && d->record_count != (int64_t)n)) {
+    rc = TM_CORRUPT(err,
+                    "%s: deletion vector for %s holds %zu positions, its cardinality says %s "
+                    "and the manifest's record_count %lld",
+                    d->path, d->referenced_data_file, n, card ? card : "nothing",
+                    (long long)d->record_count);
+    goto done;
+  }
+  if (n) {
+    int64_t *nv = tm_reallocarray(merged->v, merged->n + n, sizeof *nv);
+    if (!nv) {
+      rc = tm_error_nomem(err);
+      goto done;
+    }
+    memcpy(nv + merged->n, v, n * sizeof *nv);
+    merged->v = nv;
+    merged->n += n;
+  }
+done:
+  tm_free(v);
+  tm_buf_dispose(&blob);
   if (rc < 0 && err && !strstr(err->message, d->path)) tm_error_prefix(err, "%s", d->path);
   return rc;
 }
@@ -692,10 +771,20 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
     posvec merged = {NULL, 0, 0};
     for (size_t i = 0; i < tk->n_deletes; i++) {
       const tm_iceberg_data_file *d = tk->deletes[i];
-      if (d->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+      if (tm_iceberg_is_deletion_vector(d)) {
+        rc = load_dv(r, d, f, &merged, err);
+        if (rc < 0) {
+          tm_free(merged.v);
+          goto done;
+        }
+      } else if (d->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
         pos_file *pfc = tm_map_gets(&r->pos_cache, d->path);
         if (!pfc) {
-          TM_CHECK(load_pos(r, d, &pfc, err));
+          rc = load_pos(r, d, &pfc, err);
+          if (rc < 0) {
+            tm_free(merged.v);
+            goto done;
+          }
           rc = tm_map_puts(&r->pos_cache, d->path, pfc, NULL, err);
           if (rc < 0) {
             pos_file_free(pfc);
@@ -1003,6 +1092,7 @@ static int setup(tm_iceberg_rows *r, const tm_iceberg_table *t, const tm_iceberg
   r->o = opts ? *opts : dflt;
   tm_schema_init(&r->out_schema);
   tm_map_init(&r->pos_cache);
+  tm_map_init(&r->puffin_cache);
   tm_map_init(&r->eq_cache);
   const tm_iceberg_type *root = r->schema->root;
   size_t n = r->o.columns ? r->o.n_columns : root->n_fields;
@@ -1013,10 +1103,8 @@ static int setup(tm_iceberg_rows *r, const tm_iceberg_table *t, const tm_iceberg
         r->o.columns ? tm_iceberg_schema_find_name(r->schema, r->o.columns[j]) : &root->fields[j];
     if (!f) return tm_error_set(err, TM_EINVALID, "column %s is not in the table", r->o.columns[j]);
     tm_type ty;
-    if (f->type->id == TM_ICEBERG_UNKNOWN) {
-      ty = tm_type_of(TM_TYPE_UTF8);
-    } else {
-      TM_TRY(tm_iceberg_type_to_tm(f->type, &ty, err));
+    if (tm_iceberg_type_to_tm(f->type, &ty, err) < 0) {
+      return tm_error_prefix(err, "column '%s'", f->name);
     }
     TM_TRY(tm_schema_add(&r->out_schema, f->name, ty,
                          !f->required || !tm_iceberg_type_is_primitive(f->type), f->id, err));
@@ -1108,6 +1196,7 @@ void tm_iceberg_rows_free(tm_iceberg_rows *r) {
   tm_free(r->out_fields);
   tm_schema_dispose(&r->out_schema);
   tm_map_dispose(&r->pos_cache, pos_file_free);
+  tm_map_dispose(&r->puffin_cache, puffin_free);
   tm_map_dispose(&r->eq_cache, eq_set_free);
   tm_free(r);
 }

@@ -53,6 +53,15 @@ int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err)
     case TM_ICEBERG_FIXED: *out = tm_type_fixed(t->length); return TM_OK;
     case TM_ICEBERG_BINARY: *out = tm_type_of(TM_TYPE_BINARY); return TM_OK;
     case TM_ICEBERG_VARIANT:
+      /* Parquet stores a variant as a group of binary metadata and value
+       * (possibly shredded), which the reader does not decode: refused, never
+       * read as nulls. */
+      return tm_error_set(err, TM_EUNSUPPORTED,
+                          "Iceberg type \"variant\" (format v3) is not supported yet");
+    case TM_ICEBERG_UNKNOWN:
+      /* v3 "unknown": always null and never stored in data files (spec). */
+      *out = tm_type_of(TM_TYPE_UTF8);
+      return TM_OK;
     case TM_ICEBERG_GEOMETRY:
     case TM_ICEBERG_GEOGRAPHY:
       *out = tm_type_of(TM_TYPE_BINARY);
@@ -62,8 +71,6 @@ int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err)
     case TM_ICEBERG_MAP:
       *out = tm_type_of(TM_TYPE_UTF8); /* nested values read as JSON text */
       return TM_OK;
-    case TM_ICEBERG_UNKNOWN:
-      break;
   }
   return tm_error_set(err, TM_EUNSUPPORTED, "Iceberg type \"%s\" has no columnar type",
                       tm_iceberg_type_name(t->id));

@@ -514,6 +514,11 @@ static int create_new(tm_iceberg_io *io, const char *table_root,
     return rc;
   }
   if (rc != TM_ENOTFOUND) return rc;
+  int fv = opts->format_version ? opts->format_version : 2;
+  if (fv != 2 && fv != 3) {
+    return tm_error_set(err, TM_EINVALID, "format version %d: tidemark writes versions 2 and 3",
+                        fv);
+  }
   json_t *schema = NULL, *fields = NULL, *root = NULL;
   int32_t last_col = 0, last_pid = 999;
   char *location = opts->location ? tm_strdup(opts->location) : default_location(table_root);
@@ -533,7 +538,7 @@ static int create_new(tm_iceberg_io *io, const char *table_root,
   root = json_pack(
       "{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:[O], s:i, s:[{s:i, s:O}], s:i, s:i, s:[{s:i, "
       "s:[]}], s:o, s:I, s:[], s:[], s:[]}",
-      "format-version", 2, "table-uuid", uuid, "location", location, "last-sequence-number",
+      "format-version", fv, "table-uuid", uuid, "location", location, "last-sequence-number",
       (json_int_t)0, "last-updated-ms", (json_int_t)tm_now_ms(), "last-column-id",
       (int)last_col, "current-schema-id", 0, "schemas", schema, "default-spec-id", 0,
       "partition-specs", "spec-id", 0, "fields", fields, "last-partition-id", (int)last_pid,
@@ -543,6 +548,8 @@ static int create_new(tm_iceberg_io *io, const char *table_root,
     rc = tm_error_nomem(err);
     goto done;
   }
+  /* v3: row lineage starts at 0 (spec, "Row Lineage"). */
+  if (fv == 3) json_object_set_new(root, "next-row-id", json_integer(0));
   text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   if (!text) {
     rc = tm_error_nomem(err);

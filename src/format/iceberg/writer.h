@@ -41,14 +41,16 @@ typedef struct tm_iceberg_create_options {
   const char *partition;      /* "day(ts), bucket[16](id), region"; NULL: unpartitioned */
   const tm_kv *properties;    /* table properties; may be NULL */
   bool replace;               /* replace-table: a new uuid over an existing table */
+  int format_version;         /* create: 2 or 3 (row lineage, deletion vectors); 0 means 2 */
 } tm_iceberg_create_options;
 
 #define TM_ICEBERG_CREATE_OPTIONS_VERSION 1
 #define TM_ICEBERG_CREATE_OPTIONS_INIT \
-  {TM_ICEBERG_CREATE_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, false}
+  {TM_ICEBERG_CREATE_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, false, 0}
 
 /**
- * Creates a v2 table at table_root (metadata/v1.metadata.json and the
+ * Creates a v2 (or, with format_version 3, a v3: next-row-id 0) table at
+ * table_root (metadata/v1.metadata.json and the
  * version hint), or with opts->replace, commits a new metadata version with
  * a new table-uuid, the given (or the old) schema and spec, and no current
  * snapshot. TM_ECONFLICT when a table exists (create) or a concurrent commit
@@ -95,6 +97,13 @@ int tm_iceberg_commit_add_file(tm_iceberg_commit *c, const tm_iceberg_data_file 
  */
 int tm_iceberg_commit_remove_file(tm_iceberg_commit *c, const char *path, tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * Removes one live deletion vector: the entry of the Puffin file `path`
+ * whose content_offset is `offset` (a Puffin file may hold the vectors of
+ * other data files, which stay). TM_ECONFLICT at finish when it is gone.
+ */
+int tm_iceberg_commit_remove_dv(tm_iceberg_commit *c, const char *path, int64_t offset,
+                                tm_error *err) TM_WARN_UNUSED;
 /** Adds a summary entry (copied), e.g. "engine-name". */
 int tm_iceberg_commit_set_summary(tm_iceberg_commit *c, const char *key, const char *value,
                                   tm_error *err) TM_WARN_UNUSED;

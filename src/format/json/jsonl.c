@@ -13,6 +13,7 @@
 struct tm_jsonl_reader {
   tm_text_scanner scan;
   tm_text_options opts;
+  int mode;       /* TM_JSON_LINES or TM_JSON_ARRAY */
   tm_batch_builder bb;
   bool done;
 };
@@ -42,6 +43,33 @@ static int parse_line(tm_text_scanner *s, tm_strview line, int64_t lineno, json_
 
 static bool blank(tm_strview v) { return tm_sv_trim(v).len == 0; }
 
+/* Lines or array, as opts says or (AUTO) as the first byte that is not blank says. */
+static int resolve_mode(tm_text_scanner *s, const tm_text_options *o, int *mode_out, tm_error *err) {
+  if (o->json_format == TM_JSON_LINES || o->json_format == TM_JSON_ARRAY) {
+    *mode_out = o->json_format;
+    return TM_OK;
+  }
+  int c;
+  TM_TRY(tm_text_scanner_peek(s, &c, err));
+  *mode_out = c == '[' ? TM_JSON_ARRAY : TM_JSON_LINES;
+  return TM_OK;
+}
+
+/* The next object (a line, or an element of the array); TM_ITEROVER at the end. */
+static int next_object(tm_text_scanner *s, int mode, json_t **obj_out, int64_t *lineno_out,
+                       tm_error *err) {
+  tm_strview text;
+  if (mode == TM_JSON_ARRAY) {
+    TM_TRY(tm_text_scanner_json_object(s, &text, lineno_out, err));
+    return parse_line(s, text, *lineno_out, obj_out, err);
+  }
+  for (;;) {
+    *lineno_out = s->line;
+    TM_TRY(tm_text_scanner_line(s, &text, err));
+    if (!blank(text)) return parse_line(s, text, *lineno_out, obj_out, err);
+  }
+}
+
 static tm_text_kind kind_of(const json_t *v, bool keep_string) {
   switch (json_typeof(v)) {
     case JSON_NULL: return TM_TEXT_NULL;
@@ -68,18 +96,17 @@ int tm_jsonl_infer_schema(tm_schema *out, tm_input *in, const tm_text_options *o
   char **names = NULL;
   tm_text_kind *kinds = NULL;
   size_t n = 0;
+  int mode = TM_JSON_LINES;
   int rc = tm_text_scanner_init(&s, in, o.max_record_bytes, err);
+  if (rc == TM_OK) rc = resolve_mode(&s, &o, &mode, err);
   for (int64_t rows = 0; rc == TM_OK && rows < o.sample_rows;) {
-    tm_strview line;
-    int64_t lineno = s.line;
-    rc = tm_text_scanner_line(&s, &line, err);
+    int64_t lineno;
+    json_t *obj;
+    rc = next_object(&s, mode, &obj, &lineno, err);
     if (rc == TM_ITEROVER) {
       rc = TM_OK;
       break;
     }
-    if (rc < 0 || blank(line)) continue;
-    json_t *obj;
-    rc = parse_line(&s, line, lineno, &obj, err);
     if (rc < 0) break;
     rows++;
     const char *key;
@@ -126,6 +153,7 @@ int tm_jsonl_reader_open(tm_jsonl_reader **out, tm_input *in, const tm_schema *s
   else tm_text_options_init(&r->opts);
   if (r->opts.batch_rows <= 0) r->opts.batch_rows = TM_BATCH_DEFAULT_ROWS;
   int rc = tm_text_scanner_init(&r->scan, in, r->opts.max_record_bytes, err);
+  if (rc == TM_OK) rc = resolve_mode(&r->scan, &r->opts, &r->mode, err);
   if (rc == TM_OK) rc = tm_batch_builder_init(&r->bb, schema, err);
   if (rc < 0) {
     tm_jsonl_reader_free(r);
@@ -189,17 +217,14 @@ int tm_jsonl_reader_next(tm_jsonl_reader *r, tm_batch *out, tm_error *err) {
   tm_batch_init(out);
   const tm_schema *schema = &r->bb.schema;
   while (!r->done && tm_batch_builder_rows(&r->bb) < r->opts.batch_rows) {
-    tm_strview line;
-    int64_t lineno = r->scan.line;
-    int rc = tm_text_scanner_line(&r->scan, &line, err);
+    int64_t lineno;
+    json_t *obj;
+    int rc = next_object(&r->scan, r->mode, &obj, &lineno, err);
     if (rc == TM_ITEROVER) {
       r->done = true;
       break;
     }
     if (rc < 0) return rc;
-    if (blank(line)) continue;
-    json_t *obj;
-    TM_TRY(parse_line(&r->scan, line, lineno, &obj, err));
     for (size_t c = 0; c < schema->n_cols && rc == TM_OK; c++) {
       tm_colbuilder *cb = tm_batch_builder_col(&r->bb, c);
       json_t *v = json_object_get(obj, schema->cols[c].name);

@@ -1,13 +1,17 @@
 /*
- * jsonl.h - JSON lines files as batches (format layer).
+ * jsonl.h - JSON files as batches: JSON lines or one top-level array of
+ * objects (format layer).
  *
- * One JSON object per line (blank lines skipped). Keys become columns; a
- * schema is given or inferred from a sample (JSON numbers, booleans and
+ * One JSON object per line (blank lines skipped), or one array of objects
+ * ("[{...}, {...}]"): opts->json_format says which, or TM_JSON_AUTO decides
+ * by the first byte that is not blank ('[': an array). Keys become columns;
+ * a schema is given or inferred from a sample (JSON numbers, booleans and
  * strings; strings that are RFC 3339 dates or timestamps infer as such unless
  * listed in opts->string_columns; nested objects and arrays become their JSON
  * text). Keys missing on a line are NULL; keys not in the schema are skipped.
- * Parsing uses jansson, one line at a time, so memory is bounded by the
- * batch and the longest line.
+ * Parsing uses jansson, one line or one array element at a time (the array is
+ * cut into elements by the text scanner), so memory is bounded by the batch
+ * and the longest line or element.
  */
 #ifndef TM_FORMAT_JSON_JSONL_H
 #define TM_FORMAT_JSON_JSONL_H

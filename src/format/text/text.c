@@ -18,6 +18,8 @@ void tm_text_options_init(tm_text_options *o) {
   o->sample_rows = 1000;
   o->batch_rows = TM_BATCH_DEFAULT_ROWS;
   o->delimiter = ',';
+  o->quote = '"';
+  o->json_format = TM_JSON_AUTO;
   o->max_record_bytes = (size_t)16 << 20;
 }
 
@@ -244,6 +246,33 @@ void tm_text_scanner_dispose(tm_text_scanner *s) {
   s->buf = NULL;
 }
 
+/* What the first bytes of an input say it is, when that is not text. */
+static const char *binary_kind(const unsigned char *b, size_t n) {
+  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return "gzip-compressed";
+  if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return "zstd-compressed";
+  if (n >= 10 && memcmp(b, "BZh", 3) == 0 && b[3] >= '1' && b[3] <= '9' &&
+      memcmp(b + 4, "1AY&SY", 6) == 0)
+    return "bzip2-compressed";
+  if (n >= 6 && memcmp(b, "\xfd" "7zXZ\0", 6) == 0) return "xz-compressed";
+  if (n >= 4 && memcmp(b, "PAR1", 4) == 0) return "a Parquet file";
+  return NULL;
+}
+
+/* The start of the input: skips a UTF-8 byte-order mark, refuses binary data. */
+static int check_start(tm_text_scanner *s, tm_error *err) {
+  s->started = true; /* the first read holds min(size, CHUNK) bytes */
+  const unsigned char *b = (const unsigned char *)s->buf;
+  size_t n = s->len;
+  const char *kind = binary_kind(b, n);
+  if (kind)
+    return tm_error_set(err, TM_ECORRUPT,
+                        "%s: the file is %s, not text (name it by its extension, e.g. .csv.gz, "
+                        "or set file_compression_type / file_format)",
+                        tm_input_name(s->in), kind);
+  if (n >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf) s->start = 3;
+  return TM_OK;
+}
+
 /* Reads another chunk, keeping buf[start..len). Sets eof at the end. */
 static int refill(tm_text_scanner *s, tm_error *err) {
   if (s->start > 0) {
@@ -267,6 +296,7 @@ static int refill(tm_text_scanner *s, tm_error *err) {
   if (n == 0) s->eof = true;
   s->len += n;
   s->buf[s->len] = '\0';
+  if (!s->started && s->pos == 0) TM_TRY(check_start(s, err));
   return TM_OK;
 }
 
@@ -332,9 +362,10 @@ static int push_field(tm_csv_record *r, size_t start, bool quoted, tm_error *err
  * Parses one record starting at buf[start]. Returns TM_OK with *used bytes
  * consumed, or 1 when the buffer ends inside the record (more input needed).
  */
-static int parse_record(tm_text_scanner *s, char delim, tm_csv_record *r, size_t *used,
-                        int64_t *lines, tm_error *err) {
+static int parse_record(tm_text_scanner *s, const tm_text_options *o, tm_csv_record *r,
+                        size_t *used, int64_t *lines, tm_error *err) {
   const char *p = s->buf + s->start, *end = s->buf + s->len;
+  const char delim = o->delimiter, quote = o->quote, esc = o->escape;
   r->n = 0;
   tm_buf_clear(&r->text);
   *lines = 1;
@@ -349,7 +380,7 @@ static int parse_record(tm_text_scanner *s, char delim, tm_csv_record *r, size_t
       return TM_OK;
     }
     char c = *q;
-    if (c == '"' && r->text.len == field_start && !quoted) {
+    if (quote && c == quote && r->text.len == field_start && !quoted) {
       /* A quoted field: read to the closing quote. */
       quoted = true;
       q++;
@@ -359,10 +390,21 @@ static int parse_record(tm_text_scanner *s, char delim, tm_csv_record *r, size_t
           return tm_error_set(err, TM_ECORRUPT, "%s: line %lld: unterminated quoted field",
                               tm_input_name(s->in), (long long)s->line);
         }
-        if (*q == '"') {
+        if (esc && *q == esc && esc != quote) {
+          if (q + 1 >= end) {
+            if (!s->eof) return 1;
+            return tm_error_set(err, TM_ECORRUPT, "%s: line %lld: unterminated quoted field",
+                                tm_input_name(s->in), (long long)s->line);
+          }
+          if (q[1] == '\n') (*lines)++;
+          TM_TRY(tm_buf_putc(&r->text, q[1], err));
+          q += 2;
+          continue;
+        }
+        if (*q == quote) {
           if (q + 1 >= end && !s->eof) return 1;
-          if (q + 1 < end && q[1] == '"') {
-            TM_TRY(tm_buf_putc(&r->text, '"', err));
+          if (q + 1 < end && q[1] == quote) {
+            TM_TRY(tm_buf_putc(&r->text, quote, err));
             q += 2;
             continue;
           }
@@ -372,6 +414,9 @@ static int parse_record(tm_text_scanner *s, char delim, tm_csv_record *r, size_t
         if (*q == '\n') (*lines)++;
         TM_TRY(tm_buf_putc(&r->text, *q, err));
         q++;
+        if (r->text.len > s->max_record)
+          return tm_error_set(err, TM_ETOOLARGE, "%s: record at line %lld is longer than %zu bytes",
+                              tm_input_name(s->in), (long long)s->line, s->max_record);
       }
       continue;
     }
@@ -399,13 +444,14 @@ static int parse_record(tm_text_scanner *s, char delim, tm_csv_record *r, size_t
   }
 }
 
-int tm_text_scanner_csv(tm_text_scanner *s, char delimiter, tm_csv_record *rec, tm_error *err) {
+int tm_text_scanner_csv(tm_text_scanner *s, const tm_text_options *opts, tm_csv_record *rec,
+                        tm_error *err) {
   for (;;) {
     if (s->start == s->len && s->eof) return TM_ITEROVER;
     if (s->start < s->len) {
       size_t used = 0;
       int64_t lines = 0;
-      int rc = parse_record(s, delimiter, rec, &used, &lines, err);
+      int rc = parse_record(s, opts, rec, &used, &lines, err);
       if (rc < 0) return rc;
       if (rc == TM_OK) {
         for (size_t i = 0; i < rec->n; i++)
@@ -418,6 +464,127 @@ int tm_text_scanner_csv(tm_text_scanner *s, char delimiter, tm_csv_record *rec, 
         return tm_error_set(err, TM_ETOOLARGE, "%s: record at line %lld is longer than %zu bytes",
                             tm_input_name(s->in), (long long)s->line, s->max_record);
     }
+    s->pos += s->start;
+    TM_TRY(refill(s, err));
+  }
+}
+
+/* ---- JSON arrays ------------------------------------------------------------- */
+
+static bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+int tm_text_scanner_peek(tm_text_scanner *s, int *c_out, tm_error *err) {
+  for (;;) {
+    size_t i = s->start;
+    while (i < s->len && json_space(s->buf[i])) i++;
+    if (i < s->len) {
+      *c_out = (unsigned char)s->buf[i];
+      return TM_OK;
+    }
+    if (s->eof || s->len - s->start > s->max_record) {
+      *c_out = -1;
+      return TM_OK;
+    }
+    s->pos += s->start;
+    TM_TRY(refill(s, err));
+  }
+}
+
+/* Skips JSON whitespace, counting lines; *c_out the next byte or -1 at the end. */
+static int skip_space(tm_text_scanner *s, int *c_out, tm_error *err) {
+  for (;;) {
+    while (s->start < s->len && json_space(s->buf[s->start])) {
+      if (s->buf[s->start] == '\n') s->line++;
+      s->start++;
+    }
+    if (s->start < s->len) {
+      *c_out = (unsigned char)s->buf[s->start];
+      return TM_OK;
+    }
+    if (s->eof) {
+      *c_out = -1;
+      return TM_OK;
+    }
+    s->pos += s->start;
+    TM_TRY(refill(s, err));
+  }
+}
+
+static int json_unexpected(tm_text_scanner *s, int c, const char *want, tm_error *err) {
+  if (c < 0)
+    return tm_error_set(err, TM_ECORRUPT, "%s: line %lld: the JSON array ends early (expected %s)",
+                        tm_input_name(s->in), (long long)s->line, want);
+  return tm_error_set(err, TM_ECORRUPT, "%s: line %lld: expected %s, got '%c'",
+                      tm_input_name(s->in), (long long)s->line, want,
+                      c >= 0x20 && c < 0x7f ? c : '?');
+}
+
+int tm_text_scanner_json_object(tm_text_scanner *s, tm_strview *out, int64_t *line_out,
+                                tm_error *err) {
+  int c;
+  TM_TRY(skip_space(s, &c, err));
+  if (s->json_state == 0) {
+    if (c != '[') return json_unexpected(s, c, "'[' (a JSON array of objects)", err);
+    s->start++;
+    s->json_state = 1;
+    s->json_need_comma = false;
+    TM_TRY(skip_space(s, &c, err));
+  }
+  if (s->json_state == 1) {
+    if (c == ']') {
+      s->start++;
+      s->json_state = 2;
+      TM_TRY(skip_space(s, &c, err));
+    } else if (s->json_need_comma) {
+      if (c != ',') return json_unexpected(s, c, "',' or ']'", err);
+      s->start++;
+      TM_TRY(skip_space(s, &c, err));
+    }
+  }
+  if (s->json_state == 2) {
+    if (c >= 0) return json_unexpected(s, c, "the end of the file after the JSON array", err);
+    return TM_ITEROVER;
+  }
+  if (c != '{') return json_unexpected(s, c, "a JSON object", err);
+  /* Find the matching '}' outside strings; refill and rescan when the buffer ends first. */
+  for (;;) {
+    int depth = 0;
+    bool in_str = false, esc = false;
+    size_t i = s->start;
+    int64_t lines = 0;
+    for (; i < s->len; i++) {
+      char ch = s->buf[i];
+      if (ch == '\n') lines++;
+      if (in_str) {
+        if (esc) esc = false;
+        else if (ch == '\\') esc = true;
+        else if (ch == '"') in_str = false;
+        continue;
+      }
+      if (ch == '"') in_str = true;
+      else if (ch == '{' || ch == '[') depth++;
+      else if (ch == '}' || ch == ']') {
+        if (--depth == 0) break;
+      }
+    }
+    if (i < s->len) {
+      size_t n = i + 1 - s->start;
+      if (n > s->max_record)
+        return tm_error_set(err, TM_ETOOLARGE, "%s: the object at line %lld is longer than %zu bytes",
+                            tm_input_name(s->in), (long long)s->line, s->max_record);
+      *out = tm_sv(s->buf + s->start, n);
+      *line_out = s->line;
+      s->line += lines;
+      s->start = i + 1;
+      s->json_need_comma = true;
+      return TM_OK;
+    }
+    if (s->len - s->start > s->max_record)
+      return tm_error_set(err, TM_ETOOLARGE, "%s: the object at line %lld is longer than %zu bytes",
+                          tm_input_name(s->in), (long long)s->line, s->max_record);
+    if (s->eof)
+      return tm_error_set(err, TM_ECORRUPT, "%s: line %lld: unterminated JSON object",
+                          tm_input_name(s->in), (long long)s->line);
     s->pos += s->start;
     TM_TRY(refill(s, err));
   }

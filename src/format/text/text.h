@@ -24,14 +24,26 @@ typedef struct tm_text_options {
   int64_t sample_rows;              /* rows read to infer a schema (default 1000) */
   int64_t batch_rows;               /* rows per batch (default 65,536) */
   char delimiter;                   /* CSV: field separator (default ',') */
+  char quote;                       /* CSV: quote character (default '"'); doubled inside quotes */
+  char escape;                      /* CSV: inside quotes, makes the next byte literal (0: none) */
   bool no_header;                   /* CSV: the first record is data */
+  int json_format;                  /* JSON: TM_JSON_AUTO, TM_JSON_LINES or TM_JSON_ARRAY */
   const char *const *string_columns;/* inferred as utf8 whatever they hold (ISO8601 time columns) */
   size_t n_string_columns;
   size_t max_record_bytes;          /* longest record or line (default 16 MiB) */
 } tm_text_options;
 
-#define TM_TEXT_OPTIONS_VERSION 1
+#define TM_TEXT_OPTIONS_VERSION 2
 void tm_text_options_init(tm_text_options *o);
+
+/*
+ * How a JSON file holds its objects: one per line, or one top-level array
+ * of objects. AUTO reads an array when the first byte that is not blank is
+ * '[' (a JSON-lines file never starts so), lines otherwise.
+ */
+#define TM_JSON_AUTO 0
+#define TM_JSON_LINES 1
+#define TM_JSON_ARRAY 2
 
 /** What a cell of text looks like. */
 typedef enum tm_text_kind {
@@ -60,6 +72,10 @@ int tm_text_append(tm_colbuilder *cb, const char *s, size_t len, tm_error *err) 
 /*
  * A buffered forward reader over a tm_input, for line- and record-oriented
  * formats. It keeps at most max_record_bytes plus one read chunk in memory.
+ * A UTF-8 byte-order mark at the start of the input is skipped. An input
+ * that starts with the magic bytes of a compressed stream (gzip, zstd,
+ * bzip2, xz) or of a Parquet file is TM_ECORRUPT naming what it is: read
+ * as text it would load garbage.
  */
 typedef struct tm_text_scanner {
   tm_input *in;        /* borrowed */
@@ -71,6 +87,9 @@ typedef struct tm_text_scanner {
   size_t max_record;
   int64_t line;        /* 1-based line number of the next record */
   bool eof;
+  bool started;        /* the start of the input was checked (BOM, magic) */
+  int json_state;      /* tm_text_scanner_json_object: 0 before '[', 1 in, 2 after ']' */
+  bool json_need_comma;
 } tm_text_scanner;
 
 int tm_text_scanner_init(tm_text_scanner *s, tm_input *in, size_t max_record, tm_error *err)
@@ -96,7 +115,25 @@ typedef struct tm_csv_record {
 
 void tm_csv_record_init(tm_csv_record *r);
 void tm_csv_record_dispose(tm_csv_record *r);
-int tm_text_scanner_csv(tm_text_scanner *s, char delimiter, tm_csv_record *rec, tm_error *err)
-    TM_WARN_UNUSED;
+int tm_text_scanner_csv(tm_text_scanner *s, const tm_text_options *opts, tm_csv_record *rec,
+                        tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * The first byte that is not JSON whitespace, without consuming anything
+ * (*c_out = -1 when the input is blank or only whitespace within the first
+ * max_record bytes).
+ */
+int tm_text_scanner_peek(tm_text_scanner *s, int *c_out, tm_error *err) TM_WARN_UNUSED;
+/**
+ * The next object of a file holding one top-level JSON array of objects
+ * ("[{...}, {...}]"): a view of the object's text (valid until the next
+ * call), found by matching braces outside strings; the caller parses it.
+ * *line_out is the line the object starts on. TM_ITEROVER after the closing
+ * ']'; TM_ECORRUPT (naming the file and line) for anything else where an
+ * object, ',' or ']' belongs, or for text after the array; TM_ETOOLARGE for
+ * an object over max_record bytes.
+ */
+int tm_text_scanner_json_object(tm_text_scanner *s, tm_strview *out, int64_t *line_out,
+                                tm_error *err) TM_WARN_UNUSED;
 
 #endif

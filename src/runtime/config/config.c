@@ -810,6 +810,19 @@ static int load_snapshots(ctx *c, yaml_node_t *n) {
   TM_TRY(tm_cfg__walk(c, n, &sec, s));
   if (s->enabled && !s->location) return tm_cfg__fail(c, n, "enabled snapshots need a location");
   /* The location's store params, checked as a dataset's on that store are (unknown: refused). */
+  /* Only the store's own params: a source's format params say nothing to a snapshot store. */
+  for (size_t i = 0; i < s->params.len; i++) {
+    const char *k = s->params.items[i].key;
+    if (tm_str_has_prefix(k, "s3_") || tm_str_has_prefix(k, "abfs_") || !strcmp(k, "allow_http") ||
+        !strcmp(k, "client_timeout"))
+      continue;
+    size_t old = tm_cfg__path_push_key(c, "params");
+    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "params"),
+                          "unknown param '%s' of a snapshot store (allowed: s3_*, abfs_*, "
+                          "allow_http, client_timeout)", k);
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
   tm_error perr;
   tm_error_init(&perr);
   if (s->location && tm_source_check_params(s->location, &s->params, &perr) != TM_OK) {

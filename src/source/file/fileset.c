@@ -28,6 +28,7 @@
 #include "format/csv/csv.h"
 #include "format/json/jsonl.h"
 #include "format/parquet/parquet.h"
+#include "format/text/compress.h"
 #include "io/io.h"
 #include "objstore/objstore.h"
 #include "source/source_int.h"
@@ -44,6 +45,8 @@ typedef struct file_entry {
   uint64_t size;
   int64_t mtime_ms;
   file_format format;
+  bool tsv;           /* a .tsv file: tab-separated unless csv_delimiter says otherwise */
+  tm_compression compression;
   tm_value *parts;    /* owned: n_parts partition values (payloads owned below) */
   char **part_text;   /* owned: decoded partition value texts (NULL: __HIVE_DEFAULT_PARTITION__) */
 } file_entry;
@@ -56,9 +59,7 @@ typedef struct fileset {
   bool maybe_file;      /* an object-store prefix that may name one object */
   bool local;           /* a local path (location is a folder or file path) */
   char *location;       /* owned: the path or URL, for messages */
-  file_format forced;   /* params.file_format, or FMT_UNKNOWN */
-  char delimiter;       /* CSV */
-  bool csv_no_header;
+  tm_source__file_params p; /* the format params */
   char *time_column;    /* owned or NULL */
   char *part_column;    /* owned or NULL */
   bool time_text;
@@ -75,6 +76,83 @@ typedef struct fileset {
   bool add_last_modified;
   char *first_file;     /* owned: the file the schema came from */
 } fileset;
+
+/* ---- params ---------------------------------------------------------------- */
+
+/* A one-character param (csv_delimiter, csv_quote, csv_escape). */
+static int one_char(const char *who, const char *key, const char *v, char *out, tm_error *err) {
+  if (strcmp(v, "\\t") == 0) v = "\t"; /* a YAML plain scalar cannot hold a tab */
+  if (strlen(v) != 1 || v[0] == '\n' || v[0] == '\r')
+    return tm_error_set(err, TM_EINVALID, "%s%s must be one character, not '%s'", who,
+                        key, v);
+  *out = v[0];
+  return TM_OK;
+}
+
+int tm_source__file_params_parse(tm_source__file_params *out, const char *dataset,
+                                 const tm_kv *params, tm_error *err) {
+  memset(out, 0, sizeof *out);
+  out->forced = FMT_UNKNOWN;
+  out->delimiter = ',';
+  out->quote = '"';
+  out->sample_rows = 1000;
+  out->json_format = TM_JSON_AUTO;
+  char who[160] = "";
+  if (dataset && *dataset) snprintf(who, sizeof who, "dataset %.120s: ", dataset);
+  const char *v;
+  if (params && (v = tm_kv_get(params, "file_format"))) {
+    if (!strcmp(v, "parquet")) out->forced = FMT_PARQUET;
+    else if (!strcmp(v, "csv")) out->forced = FMT_CSV;
+    else if (!strcmp(v, "tsv")) {
+      out->forced = FMT_CSV;
+      out->delimiter = '\t';
+    } else if (!strcmp(v, "json") || !strcmp(v, "jsonl") || !strcmp(v, "ndjson"))
+      out->forced = FMT_JSONL;
+    else
+      return tm_error_set(err, TM_EINVALID, "%sbad file_format '%s' (allowed: parquet, "
+                          "csv, tsv, json, jsonl, ndjson)", who, v);
+  }
+  if (params && (v = tm_kv_get(params, "csv_delimiter"))) {
+    TM_TRY(one_char(who, "csv_delimiter", v, &out->delimiter, err));
+    out->delimiter_set = true;
+  }
+  if (params && (v = tm_kv_get(params, "csv_quote")))
+    TM_TRY(one_char(who, "csv_quote", v, &out->quote, err));
+  if (params && (v = tm_kv_get(params, "csv_escape")))
+    TM_TRY(one_char(who, "csv_escape", v, &out->escape, err));
+  if (out->delimiter == out->quote || (out->escape && out->escape == out->delimiter))
+    return tm_error_set(err, TM_EINVALID, "%scsv_delimiter, csv_quote and csv_escape "
+                        "must differ", who);
+  if (params && (v = tm_kv_get(params, "csv_has_header"))) {
+    bool b;
+    if (tm_parse_bool(v, strlen(v), &b) != TM_OK)
+      return tm_error_set(err, TM_EINVALID, "%scsv_has_header must be true or false", who);
+    out->no_header = !b;
+  }
+  if (params && (v = tm_kv_get(params, "csv_schema_infer_max_records"))) {
+    int64_t n;
+    if (tm_parse_int64(v, strlen(v), &n) != TM_OK || n < 1 || n > 100000000)
+      return tm_error_set(err, TM_EINVALID, "%scsv_schema_infer_max_records must be an "
+                          "integer from 1 to 100000000, not '%s'", who, v);
+    out->sample_rows = n;
+  }
+  if (params && (v = tm_kv_get(params, "json_format"))) {
+    if (!strcmp(v, "array")) out->json_format = TM_JSON_ARRAY;
+    else if (!strcmp(v, "jsonl") || !strcmp(v, "ndjson")) out->json_format = TM_JSON_LINES;
+    else
+      return tm_error_set(err, TM_EINVALID, "%sbad json_format '%s' (allowed: array, "
+                          "jsonl, ndjson)", who, v);
+  }
+  if (params && (v = tm_kv_get(params, "file_compression_type"))) {
+    int rc = tm_compression_parse(&out->compression, v, err);
+    if (rc < 0) return who[0] ? tm_error_prefix(err, "dataset %s", dataset) : rc;
+    out->compression_set = true;
+    if (out->forced == FMT_PARQUET && out->compression != TM_COMPRESSION_NONE)
+      return tm_error_set(err, TM_EINVALID, "%sfile_compression_type '%s' does not apply "
+                          "to Parquet, which compresses its own pages", who, v);
+  }
+  return TM_OK;
+}
 
 /* ---- files ----------------------------------------------------------------- */
 
@@ -97,12 +175,36 @@ static void free_files(fileset *fs) {
   fs->n_parts = 0;
 }
 
-static file_format format_of(const fileset *fs, const char *key) {
-  if (fs->forced != FMT_UNKNOWN) return fs->forced;
-  const char *dot = strrchr(key, '.');
-  const char *ext = dot ? dot + 1 : "";
-  if (!strcmp(ext, "parquet") || !strcmp(ext, "parq") || !strcmp(ext, "pq")) return FMT_PARQUET;
-  if (!strcmp(ext, "csv") || !strcmp(ext, "tsv")) return FMT_CSV;
+/*
+ * A file's format and compression: the format from file_format or the
+ * extension below a compression extension (data.csv.gz), the compression
+ * from file_compression_type or that extension.
+ */
+static file_format format_of(const fileset *fs, const char *key, bool *tsv_out,
+                             tm_compression *comp_out) {
+  size_t stem = 0;
+  tm_compression by_name = tm_compression_of_name(key, &stem);
+  *comp_out = fs->p.compression_set ? fs->p.compression : by_name;
+  *tsv_out = false;
+  const char *slash = strrchr(key, '/');
+  size_t base = slash ? (size_t)(slash + 1 - key) : 0;
+  const char *dot = NULL;
+  for (size_t i = base; i < stem; i++)
+    if (key[i] == '.') dot = key + i;
+  char ext[16] = "";
+  if (dot && (size_t)(key + stem - dot - 1) < sizeof ext) {
+    memcpy(ext, dot + 1, (size_t)(key + stem - dot - 1));
+    ext[key + stem - dot - 1] = '\0';
+  }
+  for (char *c = ext; *c; c++)
+    if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+  *tsv_out = !strcmp(ext, "tsv") || !strcmp(ext, "tab");
+  if (fs->p.forced != FMT_UNKNOWN) return fs->p.forced;
+  if (!strcmp(ext, "parquet") || !strcmp(ext, "parq") || !strcmp(ext, "pq")) {
+    *comp_out = by_name; /* file_compression_type is for CSV and JSON files */
+    return FMT_PARQUET;
+  }
+  if (!strcmp(ext, "csv") || *tsv_out) return FMT_CSV;
   if (!strcmp(ext, "jsonl") || !strcmp(ext, "ndjson") || !strcmp(ext, "json")) return FMT_JSONL;
   return FMT_UNKNOWN;
 }
@@ -155,9 +257,12 @@ static int on_object(const tm_obj_info *info, void *payload) {
   const char *rel = info->key + strlen(fs->prefix);
   while (*rel == '/') rel++;
   if (!fs->single_file && (hidden(rel) || *rel == '\0')) return TM_OK;
-  file_format f = format_of(fs, info->key);
+  bool tsv;
+  tm_compression comp;
+  file_format f = format_of(fs, info->key, &tsv, &comp);
   if (f == FMT_UNKNOWN) {
-    TM_LOG_DEBUG_(fs->base.name, "skipping %s: not a .parquet, .csv or .jsonl file", info->key);
+    TM_LOG_DEBUG_(fs->base.name, "skipping %s: not a .parquet, .csv, .tsv or .jsonl file "
+                  "(optionally .gz, .zst, .bz2, .xz)", info->key);
     return TM_OK;
   }
   file_entry *e;
@@ -168,6 +273,8 @@ static int on_object(const tm_obj_info *info, void *payload) {
   e->size = info->size;
   e->mtime_ms = info->mtime_ms;
   e->format = f;
+  e->tsv = tsv;
+  e->compression = comp;
   return TM_OK;
 }
 
@@ -271,15 +378,32 @@ static int parse_partitions(fileset *fs, tm_error *err) {
   return TM_OK;
 }
 
+/* The file's bytes, decompressed as they are read when the file is compressed. */
 static int open_input(fileset *fs, const file_entry *f, tm_input **out, tm_error *err) {
-  return tm_objstore_open_input(fs->store, f->key, f->size, out, err);
+  if (f->compression != TM_COMPRESSION_NONE && f->format == FMT_PARQUET)
+    return tm_error_set(err, TM_EINVALID, "%s: a %s-compressed Parquet file cannot be read "
+                        "(Parquet compresses its own pages)", f->key,
+                        tm_compression_name(f->compression));
+  tm_input *raw = NULL;
+  TM_TRY(tm_objstore_open_input(fs->store, f->key, f->size, &raw, err));
+  if (f->compression == TM_COMPRESSION_NONE) {
+    *out = raw;
+    return TM_OK;
+  }
+  return tm_input_open_decompress(out, raw, f->compression, tm_compression_default_cap(f->size),
+                                  err);
 }
 
 /* Text options for CSV/JSON, keeping an ISO8601 time column as text. */
-static void text_options(const fileset *fs, tm_text_options *o, const char **keep) {
+static void text_options(const fileset *fs, const file_entry *f, tm_text_options *o,
+                         const char **keep) {
   tm_text_options_init(o);
-  o->delimiter = fs->delimiter;
-  o->no_header = fs->csv_no_header;
+  o->delimiter = f->tsv && !fs->p.delimiter_set ? '\t' : fs->p.delimiter;
+  o->quote = fs->p.quote;
+  o->escape = fs->p.escape;
+  o->no_header = fs->p.no_header;
+  o->sample_rows = fs->p.sample_rows;
+  o->json_format = fs->p.json_format;
   if (fs->time_text && fs->time_column) {
     keep[0] = fs->time_column;
     o->string_columns = keep;
@@ -338,7 +462,7 @@ static int file_schema(fileset *fs, const file_entry *f, tm_schema *out, tm_erro
   } else {
     tm_text_options o;
     const char *keep[1];
-    text_options(fs, &o, keep);
+    text_options(fs, f, &o, keep);
     rc = f->format == FMT_CSV ? tm_csv_infer_schema(out, in, &o, err)
                               : tm_jsonl_infer_schema(out, in, &o, err);
   }
@@ -392,7 +516,7 @@ static int fs_describe(tm_source *src, tm_error *err) {
   fs->n_files = c.files.len;
   if (rc < 0) return rc;
   if (fs->n_files == 0)
-    return tm_error_set(err, TM_ENOTFOUND, "%s: no data files (.parquet, .csv, .jsonl) found",
+    return tm_error_set(err, TM_ENOTFOUND, "%s: no data files (.parquet, .csv, .tsv, .jsonl) found",
                         fs->location);
   TM_TRY(parse_partitions(fs, err));
   fs->first_file = tm_strdup(fs->files[0].key);
@@ -553,7 +677,7 @@ static int open_file(fs_scan *s, file_entry *f, tm_error *err) {
   }
   tm_text_options o;
   const char *keep[1];
-  text_options(fs, &o, keep);
+  text_options(fs, f, &o, keep);
   if (s->req.batch_rows > 0) o.batch_rows = s->req.batch_rows;
   if (f->format == FMT_CSV) return tm_csv_reader_open(&s->csv, s->in, &fs->data_schema, &o, err);
   return tm_jsonl_reader_open(&s->jsonl, s->in, &fs->data_schema, &o, err);
@@ -772,7 +896,9 @@ static int open_remote(fileset *fs, const char *url, const tm_kv *params, tm_err
   }
   size_t len = strlen(prefix);
   /* A trailing '/' is always a folder, also when file_format names a format. */
-  fs->maybe_file = len > 0 && prefix[len - 1] != '/' && format_of(fs, prefix) != FMT_UNKNOWN;
+  bool tsv;
+  tm_compression comp;
+  fs->maybe_file = len > 0 && prefix[len - 1] != '/' && format_of(fs, prefix, &tsv, &comp) != FMT_UNKNOWN;
   if (len > 0 && prefix[len - 1] != '/' && !fs->maybe_file) {
     char *folder = tm_asprintf("%s/", prefix);
     tm_free(prefix);
@@ -793,27 +919,7 @@ int tm_source__open_fileset(tm_source **out, const tm_source_options *opts, tm_e
   }
   tm_schema_init(&fs->data_schema);
   fs->base.has_file_times = true;
-  fs->delimiter = ',';
-  fs->forced = FMT_UNKNOWN;
-  const char *fmt = opts->params ? tm_kv_get(opts->params, "file_format") : NULL;
-  if (fmt) {
-    if (!strcmp(fmt, "parquet")) fs->forced = FMT_PARQUET;
-    else if (!strcmp(fmt, "csv")) fs->forced = FMT_CSV;
-    else if (!strcmp(fmt, "json") || !strcmp(fmt, "jsonl") || !strcmp(fmt, "ndjson"))
-      fs->forced = FMT_JSONL;
-    else rc = tm_error_set(err, TM_EINVALID, "dataset %s: bad file_format '%s' (allowed: parquet, csv, json)", opts->name, fmt);
-  }
-  const char *delim = opts->params ? tm_kv_get(opts->params, "csv_delimiter") : NULL;
-  if (rc == TM_OK && delim) {
-    if (strlen(delim) != 1) rc = tm_error_set(err, TM_EINVALID, "dataset %s: csv_delimiter must be one character", opts->name);
-    else fs->delimiter = delim[0];
-  }
-  const char *hdr = opts->params ? tm_kv_get(opts->params, "csv_has_header") : NULL;
-  if (rc == TM_OK && hdr) {
-    bool b;
-    if (tm_parse_bool(hdr, strlen(hdr), &b) != TM_OK) rc = tm_error_set(err, TM_EINVALID, "dataset %s: csv_has_header must be true or false", opts->name);
-    else fs->csv_no_header = !b;
-  }
+  rc = tm_source__file_params_parse(&fs->p, opts->name, opts->params, err);
   if (rc == TM_OK && opts->time_column && !(fs->time_column = tm_strdup(opts->time_column))) rc = tm_error_nomem(err);
   if (rc == TM_OK && opts->time_partition_column && !(fs->part_column = tm_strdup(opts->time_partition_column))) rc = tm_error_nomem(err);
   fs->time_text = opts->time_column_is_text;

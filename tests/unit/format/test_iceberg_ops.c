@@ -71,6 +71,21 @@ static const char *make(const char *name, const char *partition) {
   return root;
 }
 
+/* A v3 table (row lineage, deletion vectors) with make()'s columns. */
+static const char *make_v3(const char *name, const char *partition) {
+  const char *root = tm_test_path(name);
+  tm_iceberg_io_local(&g_io);
+  tm_iceberg_create_options co = TM_ICEBERG_CREATE_OPTIONS_INIT;
+  co.schema_json =
+      "[{\"name\": \"id\", \"type\": \"long\", \"required\": true}, {\"name\": \"day\", "
+      "\"type\": \"date\"}, {\"name\": \"region\", \"type\": \"string\"}]";
+  co.partition = partition;
+  co.format_version = 3;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_create_table(&g_io, root, &co, &err), &err);
+  return root;
+}
+
 static int64_t append_range(const char *root, int64_t from, int64_t to) {
   tm_iceberg_table *t = open_at(root);
   gen g = {from, to, 97};
@@ -217,6 +232,294 @@ TM_TEST(iceberg_ops_deletes_and_compaction) {
   /* A second compaction has nothing to do. */
   TM_ASSERT_OK(tm_iceberg_compact(t, NULL, &res, &err), &err);
   TM_ASSERT_INT_EQ(res.snapshot_id, -1);
+  tm_iceberg_table_free(t);
+}
+
+static void delete_where(const char *root, const char *where, tm_iceberg_delete_mode mode,
+                         const char *eq_col, tm_iceberg_op_result *res) {
+  tm_iceberg_table *t = open_at(root);
+  tm_predicate p;
+  tm_predicate_init(&p);
+  tm_error err;
+  const tm_iceberg_schema *s = tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t));
+  TM_ASSERT_OK(tm_iceberg_parse_where(where, s, &p, &err), &err);
+  const char *cols[1] = {eq_col};
+  TM_ASSERT_OK(tm_iceberg_delete_where(t, &p, mode, eq_col ? cols : NULL, eq_col ? 1 : 0, NULL,
+                                       res, &err),
+               &err);
+  tm_predicate_dispose(&p);
+  tm_iceberg_table_free(t);
+}
+
+/* Every task carries at most one deletion vector, for its own file. */
+static size_t check_dvs(const char *root) {
+  tm_iceberg_table *t = open_at(root);
+  tm_iceberg_scan *sc = NULL;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  size_t dvs = 0;
+  for (size_t i = 0; i < sc->n_tasks; i++) {
+    size_t here = 0;
+    for (size_t k = 0; k < sc->tasks[i].n_deletes; k++) {
+      const tm_iceberg_data_file *d = sc->tasks[i].deletes[k];
+      TM_ASSERT(d->content != TM_ICEBERG_CONTENT_POSITION_DELETES ||
+                tm_iceberg_is_deletion_vector(d)); /* no position delete file in v3 */
+      if (!tm_iceberg_is_deletion_vector(d)) continue;
+      here++;
+      TM_ASSERT_STR_EQ(d->format, "PUFFIN");
+      TM_ASSERT(d->has_content_offset && d->content_offset >= 4 && d->content_size > 12);
+      TM_ASSERT_STR_EQ(d->referenced_data_file, sc->tasks[i].file->path);
+      TM_ASSERT(strstr(d->path, ".puffin"));
+    }
+    TM_ASSERT(here <= 1);
+    dvs += here;
+  }
+  tm_iceberg_scan_free(sc);
+  tm_iceberg_table_free(t);
+  return dvs;
+}
+
+/* v3: deletion vectors (merged, one per data file), equality deletes folded in,
+ * compaction; row lineage ids assigned per the spec. SPEC B12. */
+TM_TEST(iceberg_ops_v3_deletion_vectors_and_row_lineage) {
+  const char *root = make_v3("v3", "bucket[3](id)");
+  append_range(root, 0, 300);
+  tm_iceberg_table *t = open_at(root);
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  TM_ASSERT_INT_EQ(m->format_version, 3);
+  TM_ASSERT(m->has_next_row_id);
+  TM_ASSERT_INT_EQ(m->next_row_id, 300);
+  const tm_iceberg_snapshot *cur = tm_iceberg_metadata_current(m);
+  TM_ASSERT(cur->has_first_row_id);
+  TM_ASSERT_INT_EQ(cur->first_row_id, 0);
+  /* Data files get disjoint row id ranges covering [0, 300) by inheritance. */
+  tm_iceberg_scan *sc = NULL;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  int64_t covered = 0, max_end = 0;
+  for (size_t i = 0; i < sc->n_tasks; i++) {
+    const tm_iceberg_data_file *f = sc->tasks[i].file;
+    TM_ASSERT(f->has_first_row_id);
+    covered += f->record_count;
+    if (f->first_row_id + f->record_count > max_end) max_end = f->first_row_id + f->record_count;
+  }
+  TM_ASSERT_INT_EQ(covered, 300);
+  TM_ASSERT_INT_EQ(max_end, 300);
+  tm_iceberg_scan_free(sc);
+  tm_iceberg_table_free(t);
+
+  int64_t n, sum, sum_all = 299 * 300 / 2;
+  tm_iceberg_op_result res;
+  delete_where(root, "id >= 10 AND id < 20", TM_ICEBERG_DELETE_POSITION, NULL, &res);
+  TM_ASSERT_INT_EQ(res.rows_deleted, 10);
+  size_t first_dvs = check_dvs(root);
+  TM_ASSERT(first_dvs >= 1 && (int64_t)first_dvs == res.delete_files_added);
+  id_stats(root, &n, &sum);
+  TM_ASSERT_INT_EQ(n, 290);
+  TM_ASSERT_INT_EQ(sum, sum_all - 145);
+  /* Equality deletes are still v3 deletes; the next DV folds their rows in. */
+  delete_where(root, "region = 'eu'", TM_ICEBERG_DELETE_EQUALITY, "region", &res);
+  delete_where(root, "id >= 15 AND id < 30", TM_ICEBERG_DELETE_POSITION, NULL, &res);
+  int64_t expect_n = 0, expect_sum = 0;
+  for (int64_t i = 0; i < 300; i++) {
+    if (i % 3 == 0 || (i >= 10 && i < 30)) continue;
+    expect_n++;
+    expect_sum += i;
+  }
+  id_stats(root, &n, &sum);
+  TM_ASSERT_INT_EQ(n, expect_n);
+  TM_ASSERT_INT_EQ(sum, expect_sum);
+  TM_ASSERT(check_dvs(root) >= first_dvs); /* merged: still at most one per file */
+  /* Deleting every live row of the table drops the files and their DVs. */
+  t = open_at(root);
+  m = tm_iceberg_table_metadata(t);
+  TM_ASSERT_INT_EQ(m->next_row_id, 300); /* deletes add no rows */
+  TM_ASSERT_STR_EQ(tm_iceberg_snapshot_summary(tm_iceberg_metadata_current(m), "added-dvs") ? "y" : "n",
+                   "y");
+  tm_iceberg_table_free(t);
+  /* Compaction: same rows, no deletes, new row ids for the rewritten rows. */
+  t = open_at(root);
+  TM_ASSERT_OK(tm_iceberg_compact(t, NULL, &res, &err), &err);
+  TM_ASSERT_INT_EQ(res.rows_added, expect_n);
+  tm_iceberg_table_free(t);
+  TM_ASSERT_INT_EQ(check_dvs(root), 0);
+  id_stats(root, &n, &sum);
+  TM_ASSERT_INT_EQ(n, expect_n);
+  TM_ASSERT_INT_EQ(sum, expect_sum);
+  t = open_at(root);
+  m = tm_iceberg_table_metadata(t);
+  TM_ASSERT_INT_EQ(m->next_row_id, 300 + expect_n);
+  TM_ASSERT_INT_EQ(tm_iceberg_metadata_current(m)->first_row_id, 300);
+  tm_iceberg_table_free(t);
+  delete_where(root, "id >= 0", TM_ICEBERG_DELETE_POSITION, NULL, &res);
+  TM_ASSERT_INT_EQ(check_dvs(root), 0);
+  id_stats(root, &n, &sum);
+  TM_ASSERT_INT_EQ(n, 0);
+}
+
+/* Two deletion vectors for one data file is a broken table, refused by the plan. */
+TM_TEST(iceberg_ops_v3_two_dvs_for_one_file_are_refused) {
+  const char *root = make_v3("v3two", NULL);
+  append_range(root, 0, 10);
+  tm_iceberg_op_result res;
+  delete_where(root, "id = 3", TM_ICEBERG_DELETE_POSITION, NULL, &res);
+  /* Add a second DV entry for the same file by hand, pointing at the same blob. */
+  tm_iceberg_table *t = open_at(root);
+  tm_iceberg_scan *sc = NULL;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  TM_ASSERT_INT_EQ(sc->n_tasks, 1);
+  TM_ASSERT_INT_EQ(sc->tasks[0].n_deletes, 1);
+  tm_iceberg_commit *c = NULL;
+  TM_ASSERT_OK(tm_iceberg_commit_begin(&c, t, "delete", &err), &err);
+  TM_ASSERT_OK(tm_iceberg_commit_add_file(c, sc->tasks[0].deletes[0], &err), &err);
+  TM_ASSERT_OK(tm_iceberg_commit_finish(c, NULL, &err), &err);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_scan_free(sc);
+  tm_iceberg_table_free(t);
+  t = open_at(root);
+  TM_ASSERT_RC(tm_iceberg_plan_scan(t, NULL, &sc, &err), TM_ECORRUPT);
+  TM_ASSERT_CONTAINS(err.message, "two deletion vectors");
+  tm_iceberg_table_free(t);
+}
+
+/* Broken DV entries: no referenced data file (refused by the plan), an offset
+ * that names no blob of the Puffin file (refused by the read, naming it). */
+TM_TEST(iceberg_ops_v3_broken_dv_entries_name_the_file) {
+  for (int variant = 0; variant < 2; variant++) {
+    const char *root = make_v3(variant ? "v3off" : "v3ref", NULL);
+    append_range(root, 0, 10);
+    tm_iceberg_op_result res;
+    delete_where(root, "id = 3", TM_ICEBERG_DELETE_POSITION, NULL, &res);
+    tm_iceberg_table *t = open_at(root);
+    tm_iceberg_scan *sc = NULL;
+    tm_error err;
+    TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+    tm_iceberg_data_file dv = *sc->tasks[0].deletes[0];
+    char puffin[4096];
+    snprintf(puffin, sizeof puffin, "%s", dv.path);
+    tm_iceberg_commit *c = NULL;
+    TM_ASSERT_OK(tm_iceberg_commit_begin(&c, t, "delete", &err), &err);
+    TM_ASSERT_OK(tm_iceberg_commit_remove_dv(c, dv.path, dv.content_offset, &err), &err);
+    if (variant) {
+      dv.content_offset += 1;
+    } else {
+      dv.referenced_data_file = NULL;
+    }
+    TM_ASSERT_OK(tm_iceberg_commit_add_file(c, &dv, &err), &err);
+    TM_ASSERT_OK(tm_iceberg_commit_finish(c, NULL, &err), &err);
+    tm_iceberg_commit_free(c);
+    tm_iceberg_scan_free(sc);
+    tm_iceberg_table_free(t);
+    t = open_at(root);
+    int rc = tm_iceberg_plan_scan(t, NULL, &sc, &err);
+    if (!variant) {
+      TM_ASSERT_RC(rc, TM_ECORRUPT);
+      TM_ASSERT_CONTAINS(err.message, "without a Puffin file_format, referenced_data_file");
+    } else {
+      TM_ASSERT_OK(rc, &err);
+      tm_iceberg_rows *r = NULL;
+      tm_batch b;
+      tm_batch_init(&b);
+      rc = tm_iceberg_rows_open(&r, t, sc, NULL, &err);
+      if (rc == TM_OK) rc = tm_iceberg_rows_next(r, &b, &err);
+      TM_ASSERT_RC(rc, TM_ECORRUPT);
+      TM_ASSERT_CONTAINS(err.message, "no blob at offset");
+      TM_ASSERT_CONTAINS(err.message, strrchr(puffin, '/') + 1);
+      tm_iceberg_rows_free(r);
+      tm_iceberg_scan_free(sc);
+    }
+    tm_iceberg_table_free(t);
+  }
+}
+
+/* v3 types: timestamp_ns read as nanosecond timestamps, unknown as an all-null
+ * column, variant refused naming the column. */
+TM_TEST(iceberg_ops_v3_types) {
+  const char *root = tm_test_path("v3types");
+  tm_iceberg_io_local(&g_io);
+  tm_iceberg_create_options co = TM_ICEBERG_CREATE_OPTIONS_INIT;
+  co.schema_json = "[{\"name\": \"id\", \"type\": \"long\", \"required\": true}, "
+                   "{\"name\": \"ts\", \"type\": \"timestamp_ns\"}, "
+                   "{\"name\": \"tz\", \"type\": \"timestamptz_ns\"}, "
+                   "{\"name\": \"u\", \"type\": \"unknown\"}]";
+  co.format_version = 3;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_create_table(&g_io, root, &co, &err), &err);
+  tm_iceberg_table *t = open_at(root);
+  const tm_iceberg_schema *is = tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t));
+  tm_schema s;
+  tm_schema_init(&s);
+  TM_ASSERT_OK(tm_iceberg_schema_to_tm(is, &s, &err), &err);
+  TM_ASSERT_INT_EQ(s.cols[1].type.id, TM_TYPE_TIMESTAMP);
+  TM_ASSERT_INT_EQ(s.cols[1].type.unit, TM_UNIT_NANO);
+  TM_ASSERT(!s.cols[1].type.utc);
+  TM_ASSERT_INT_EQ(s.cols[2].type.unit, TM_UNIT_NANO);
+  TM_ASSERT(s.cols[2].type.utc);
+  TM_ASSERT(s.cols[3].nullable);
+  tm_schema_dispose(&s);
+  /* Rows: a nanosecond value survives the write and the read; u is null. */
+  tm_schema ws;
+  tm_schema_init(&ws);
+  TM_ASSERT_OK(tm_schema_add(&ws, "id", tm_type_of(TM_TYPE_INT64), false, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&ws, "ts", tm_type_timestamp(TM_UNIT_NANO, false), true, -1, &err),
+               &err);
+  TM_ASSERT_OK(tm_schema_add(&ws, "tz", tm_type_timestamp(TM_UNIT_NANO, true), true, -1, &err),
+               &err);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &ws, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_batch_builder_col(&bb, 0), 1, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_batch_builder_col(&bb, 1), INT64_C(1700000000123456789),
+                                        &err),
+               &err);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_batch_builder_col(&bb, 2), 7, &err), &err);
+  tm_batch b;
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, &b, &err), &err);
+  tm_batch_builder_dispose(&bb);
+  tm_schema_dispose(&ws);
+  tm_iceberg_data_writer *w = NULL;
+  tm_iceberg_data_writer_options wo = TM_ICEBERG_DATA_WRITER_OPTIONS_INIT;
+  TM_ASSERT_OK(tm_iceberg_data_writer_new(&w, t, &wo, &err), &err);
+  TM_ASSERT_OK(tm_iceberg_data_writer_write(w, &b, &err), &err);
+  TM_ASSERT_OK(tm_iceberg_data_writer_finish(w, &err), &err);
+  tm_batch_release(&b);
+  tm_iceberg_commit *c = NULL;
+  TM_ASSERT_OK(tm_iceberg_commit_begin(&c, t, "append", &err), &err);
+  const tm_iceberg_data_file *files;
+  size_t nf = tm_iceberg_data_writer_files(w, &files);
+  for (size_t i = 0; i < nf; i++) TM_ASSERT_OK(tm_iceberg_commit_add_file(c, &files[i], &err), &err);
+  TM_ASSERT_OK(tm_iceberg_commit_finish(c, NULL, &err), &err);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_data_writer_free(w);
+  tm_iceberg_table_free(t);
+  t = open_at(root);
+  tm_iceberg_scan *sc = NULL;
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  tm_iceberg_rows *r = NULL;
+  TM_ASSERT_OK(tm_iceberg_rows_open(&r, t, sc, NULL, &err), &err);
+  TM_ASSERT_OK(tm_iceberg_rows_next(r, &b, &err), &err);
+  TM_ASSERT_INT_EQ(b.n_rows, 1);
+  tm_colview ts = tm_batch_col(&b, 1), tz = tm_batch_col(&b, 2), u = tm_batch_col(&b, 3);
+  TM_ASSERT_INT_EQ(tm_colview_int(&ts, 0), INT64_C(1700000000123456789));
+  TM_ASSERT_INT_EQ(tm_colview_int(&tz, 0), 7);
+  TM_ASSERT(tm_colview_is_null(&u, 0));
+  tm_batch_release(&b);
+  tm_iceberg_rows_free(r);
+  tm_iceberg_scan_free(sc);
+  tm_iceberg_table_free(t);
+  /* variant: refused, naming the column. */
+  const char *root2 = tm_test_path("v3variant");
+  co.schema_json = "[{\"name\": \"id\", \"type\": \"long\", \"required\": true}, "
+                   "{\"name\": \"payload\", \"type\": \"variant\"}]";
+  TM_ASSERT_OK(tm_iceberg_create_table(&g_io, root2, &co, &err), &err);
+  t = open_at(root2);
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  r = NULL;
+  TM_ASSERT_RC(tm_iceberg_rows_open(&r, t, sc, NULL, &err), TM_EUNSUPPORTED);
+  TM_ASSERT_CONTAINS(err.message, "payload");
+  TM_ASSERT_CONTAINS(err.message, "variant");
+  tm_iceberg_rows_free(r);
+  tm_iceberg_scan_free(sc);
   tm_iceberg_table_free(t);
 }
 

@@ -64,14 +64,6 @@ TM_TEST(iceberg_every_snapshot_of_every_table_plans) {
       tm_iceberg_scan *sc = NULL;
       tm_error err;
       int rc = tm_iceberg_plan_scan(t, &so, &sc, &err);
-      if (strcmp(name, "deletion_vectors") == 0 || strcmp(name, "iceberg_v3_deletion_vectors") == 0) {
-        if (rc < 0) {
-          TM_ASSERT_INT_EQ(rc, TM_EUNSUPPORTED);
-          TM_ASSERT_CONTAINS(err.message, "deletion vectors");
-          refused++;
-          continue;
-        }
-      }
       if (strcmp(name, "equality_deletes_mytable") == 0 &&
           s->snapshot_id == INT64_C(7342794868382145167)) {
         /* The README's known defect: this snapshot's manifest list is absent. */
@@ -105,7 +97,7 @@ TM_TEST(iceberg_every_snapshot_of_every_table_plans) {
   }
   json_decref(exp);
   TM_ASSERT(planned >= 100);
-  TM_ASSERT_INT_EQ(refused, 5); /* 3 + 1 deletion-vector snapshots, 1 missing list */
+  TM_ASSERT_INT_EQ(refused, 1); /* the missing manifest list (deletion vectors plan, v3) */
 }
 
 TM_TEST(iceberg_delete_files_attach_by_sequence_and_partition) {

@@ -8,9 +8,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <zlib.h>
+#include <zstd.h>
+
 #include "format/parquet/parquet.h"
 #include "source/source.h"
 #include "tm_test.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 
 static void mkdirs(const char *path) {
@@ -292,6 +296,112 @@ TM_TEST(file_format_and_csv_params) {
     tm_kv_dispose(&kv);
   }
   tm_kv_dispose(&params);
+}
+
+/* Writes path as a gzip (gz) or zstd file of text. */
+static void write_compressed(const char *path, const char *text, bool gz) {
+  size_t len = strlen(text), cap = len + 1024, n = 0;
+  unsigned char *out = tm_malloc(cap);
+  TM_ASSERT(out);
+  if (gz) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    TM_ASSERT(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    z.next_in = (unsigned char *)text;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    TM_ASSERT(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    n = cap - z.avail_out;
+    deflateEnd(&z);
+  } else {
+    n = ZSTD_compress(out, cap, text, len, 3);
+    TM_ASSERT(!ZSTD_isError(n));
+  }
+  FILE *f = fopen(path, "wb");
+  TM_ASSERT(f);
+  TM_ASSERT(fwrite(out, 1, n, f) == n);
+  TM_ASSERT(fclose(f) == 0);
+  tm_free(out);
+}
+
+/* Issue 16: BOM, .tsv, .csv.gz / .jsonl.zst, JSON arrays, file_compression_type, csv_* params. */
+TM_TEST(compressed_tsv_bom_and_json_array_files) {
+  const char *dir = tm_test_path("textfiles");
+  char p[1024], from[1100];
+  mkdirs(dir);
+  snprintf(p, sizeof p, "%s/a.csv.gz", dir);
+  write_compressed(p, "\xEF\xBB\xBFid,v\n1,x\n2,y\n", true);
+  snprintf(p, sizeof p, "%s/b.tsv", dir);
+  tm_test_write_file(p, "id\tv\n3\ta,b\n");
+  snprintf(p, sizeof p, "%s/c.jsonl.zst", dir);
+  write_compressed(p, "{\"id\": 4, \"v\": \"z\"}\n", false);
+  snprintf(p, sizeof p, "%s/d.json", dir);
+  tm_test_write_file(p, "[{\"id\": 5, \"v\": \"w\"},\n {\"id\": 6}]");
+  tm_error err;
+  tm_error_init(&err);
+  snprintf(from, sizeof from, "file:%s", dir);
+  tm_source *src = NULL;
+  TM_ASSERT_OK(open_source(&src, from, NULL, &err), &err);
+  const tm_schema *s = tm_source_schema(src);
+  TM_ASSERT_INT_EQ(s->n_cols, 2);
+  TM_ASSERT_STR_EQ(s->cols[0].name, "id");
+  TM_ASSERT_INT_EQ(s->cols[0].type.id, TM_TYPE_INT64);
+  scanned r = scan_all(src, &err);
+  TM_ASSERT_OK(r.rc, &err);
+  TM_ASSERT_INT_EQ(r.rows, 6);
+  TM_ASSERT_INT_EQ(r.nulls[1], 1);
+  tm_source_free(src);
+
+  /* A gzip file without .gz: an error naming it, unless file_compression_type says gzip. */
+  const char *dir2 = tm_test_path("textfiles_forced");
+  mkdirs(dir2);
+  snprintf(p, sizeof p, "%s/export.csv", dir2);
+  write_compressed(p, "id;v\n1;'a;b'\n2;'it\\'s'\n", true);
+  snprintf(from, sizeof from, "file:%s", dir2);
+  src = NULL;
+  TM_ASSERT_RC(open_source(&src, from, NULL, &err), TM_ECORRUPT);
+  TM_ASSERT_CONTAINS(err.message, "export.csv: the file is gzip-compressed");
+  tm_source_free(src);
+  tm_kv params;
+  tm_kv_init(&params);
+  TM_ASSERT_OK(tm_kv_set(&params, "file_compression_type", "GZIP", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&params, "csv_delimiter", ";", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&params, "csv_quote", "'", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&params, "csv_escape", "\\", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&params, "csv_schema_infer_max_records", "5", &err), &err);
+  src = NULL;
+  TM_ASSERT_OK(open_source(&src, from, &params, &err), &err);
+  r = scan_all(src, &err);
+  TM_ASSERT_OK(r.rc, &err);
+  TM_ASSERT_INT_EQ(r.rows, 2);
+  TM_ASSERT_INT_EQ(r.nulls[1], 0);
+  tm_source_free(src);
+  TM_ASSERT_OK(tm_source_check_params(from, &params, &err), &err);
+  tm_kv_dispose(&params);
+
+  /* Values we cannot read are refused when the config loads, naming the param. */
+  const char *bad[][2] = {{"file_compression_type", "lz4"}, {"json_format", "xml"},
+                          {"csv_quote", "ab"},             {"csv_escape", ""},
+                          {"csv_schema_infer_max_records", "0"}, {"csv_delimiter", "\""}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tm_kv kv;
+    tm_kv_init(&kv);
+    TM_ASSERT_OK(tm_kv_set(&kv, bad[i][0], bad[i][1], &err), &err);
+    TM_ASSERT_RC(tm_source_check_params(from, &kv, &err), TM_EINVALID);
+    TM_ASSERT_CONTAINS(err.message, i == 5 ? "csv_quote" : bad[i][0]);
+    src = NULL;
+    TM_ASSERT_RC(open_source(&src, from, &kv, &err), TM_EINVALID);
+    tm_source_free(src);
+    tm_kv_dispose(&kv);
+  }
+  tm_kv kv;
+  tm_kv_init(&kv);
+  TM_ASSERT_OK(tm_kv_set(&kv, "file_format", "parquet", &err), &err);
+  TM_ASSERT_OK(tm_kv_set(&kv, "file_compression_type", "zstd", &err), &err);
+  TM_ASSERT_RC(tm_source_check_params(from, &kv, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "does not apply to Parquet");
+  tm_kv_dispose(&kv);
 }
 
 TM_TEST(empty_and_missing_folders) {
