@@ -162,7 +162,7 @@ TM_TEST(B12_deletion_vectors_apply_on_full_reads_only) {
     tm_error err;
     TM_ASSERT_OK(tm_kv_set(&params, "metadata_path", meta, &err), &err);
     tm_source_options o = {TM_SOURCE_OPTIONS_VERSION, from, cases[i].table, &params, NULL, NULL,
-                           NULL, false};
+                           NULL, false, TM_UNSUPPORTED_ERROR, NULL};
     tm_source *src = NULL;
     TM_ASSERT_OK(tm_source_open(&src, &o, &err), &err);
     TM_ASSERT_OK(tm_source_describe(src, &err), &err);
