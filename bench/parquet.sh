@@ -7,7 +7,7 @@
 # Reports: full decode of every column, one thread, rows/s and MB/s;
 # a two-column projection with a 1% time-range predicate (row groups read and
 # skipped, time against the unpruned projection); peak RSS of a full scan of
-# the 1 GB file.
+# the 1 GB file; a full decode of a list column (10 ints per row, 10M rows, issue 16).
 set -euo pipefail
 : "${TM_BENCH_BIN_DIR:?run through make bench}" "${BENCH_DATA:?}" "${TM_SOURCE_DIR:?}"
 dir=$BENCH_DATA/parquet-events
@@ -51,6 +51,18 @@ awk -v f="$(field seconds "$full")" -v p="$(field seconds "$pruned")" \
     -v rr="$(field rg_read "$pruned")" -v rs="$(field rg_skipped "$pruned")" \
   'BEGIN { printf "   => row groups read %d, skipped %d; %.4f s against %.3f s unpruned (%.0fx faster)\n",
            rr, rs, p, f, f / p }'
+
+# Issue 16: a nested column (a list of 10 ints per row, 10M rows), full decode, one thread.
+"${node[@]}" gen-nested "$dir" 10000000
+echo "-- full decode of a list column (10 ints per row), one thread: 10M rows"
+ours=$("$bench" decode "$dir/nested.parquet")
+duck=$("${node[@]}" decode "$dir/nested.parquet")
+echo "   tidemark: $ours"
+echo "   duckdb:   $duck"
+awk -v a="$(field seconds "$ours")" -v b="$(field seconds "$duck")" \
+    -v ac="$(field cpu_seconds "$ours")" -v bc="$(field cpu_seconds "$duck")" \
+  'BEGIN { printf "   => wall: tidemark %.3f s, DuckDB %.3f s: tidemark takes %.2fx DuckDB'"'"'s time (target <= 1.5x)\n", a, b, a / b;
+           printf "   => CPU:  tidemark %.3f s, DuckDB %.3f s: %.2fx\n", ac, bc, ac / bc }'
 
 echo "-- peak RSS scanning one file of all columns: $(du -m "$dir/events-big.parquet" | cut -f1) MB"
 "$bench" rss "$dir/events-big.parquet" | sed 's/^/   /'

@@ -3,6 +3,7 @@
 //
 //   node bench-parquet.mjs gen DIR FILES ROWS_PER_FILE   events-<i>.parquet, ZSTD
 //   node bench-parquet.mjs gen-big DIR ROWS               events-big.parquet (one file)
+//   node bench-parquet.mjs gen-nested DIR ROWS            nested.parquet: id BIGINT, l INTEGER[10]
 //   node bench-parquet.mjs decode FILE...                 full decode of every column
 //   node bench-parquet.mjs project LO HI FILE...          ts, amount with ts in [LO, HI] (us)
 //
@@ -58,6 +59,14 @@ if (mode === 'gen') {
   const [dir, rows] = args;
   const path = `${dir}/events-big.parquet`;
   if (!existsSync(path)) await write(select(0, Number(rows)), path);
+} else if (mode === 'gen-nested') {
+  // A list of 10 ints per row (issue 16's nested-decoding target), values varying per row.
+  const [dir, rows] = args;
+  const path = `${dir}/nested.parquet`;
+  if (!existsSync(path)) {
+    await write(`SELECT g AS id, list_transform(range(10), x -> (hash(g * 10 + x) % 1000000)::INTEGER) AS l
+                 FROM range(0, ${Number(rows)}) t(g)`, path);
+  }
 } else if (mode === 'decode') {
   const [s, c] = await best(`EXPLAIN ANALYZE SELECT * FROM read_parquet(${list(args)})`);
   const [[rows]] = (await con.runAndReadAll(`SELECT count(*) FROM read_parquet(${list(args)})`)).getRows();
@@ -70,6 +79,6 @@ if (mode === 'gen') {
   const [[rows]] = (await con.runAndReadAll(`SELECT count(*) FROM read_parquet(${list(files)}) WHERE ${where}`)).getRows();
   console.log(`duckdb_project full_seconds=${full.toFixed(3)} filtered_seconds=${pruned.toFixed(3)} matching_rows=${rows}`);
 } else {
-  console.error('usage: bench-parquet.mjs gen|gen-big|decode|project ...');
+  console.error('usage: bench-parquet.mjs gen|gen-big|gen-nested|decode|project ...');
   process.exit(2);
 }

@@ -43,7 +43,10 @@ await con.run(`COPY (
     [true, false, NULL] AS bools,
     {'t': TIMESTAMP '2026-11-30 10:00:00' + INTERVAL (i) SECOND, 'dec': (i * 1.25)::DECIMAL(10, 2),
      'dbl': i * 0.5, 'big': 9007199254740 * i} AS scalars,
-    MAP {i: [{'q': 'x'}]} AS intmap
+    MAP {i: [{'q': 'x'}]} AS intmap,
+    [i - 600, -9223372036854775808, 9223372036854775807]::BIGINT[] AS extremes,
+    CASE WHEN i % 4 = 0 THEN [] WHEN i % 11 = 0 THEN NULL
+         ELSE [(i - 600)::INTEGER, NULL, -2147483648, 2147483647] END AS ints
   FROM range(0, 1200) t(i)
 ) TO '${own}' (FORMAT PARQUET, ROW_GROUP_SIZE 500)`);
 

@@ -355,6 +355,113 @@ static int render_value(rctx *c, size_t ni, size_t *lo, size_t *hi, bool body, i
   return bad_levels(c, "unknown node");
 }
 
+/*
+ * The common shape, a list of signed integers (one leaf: LIST -> repeated ->
+ * element, or a two-level repeated integer), rendered by one pass over the
+ * leaf's levels instead of the general walk: the same checks, the same text.
+ * Returns 1 when t has another shape (the general walk renders it).
+ */
+static const char k_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* v's decimal digits ending just before end, two at a time. */
+static void digits_u64(char *end, uint64_t v) {
+  char *p = end;
+  while (v >= 100) {
+    unsigned q = (unsigned)(v % 100);
+    v /= 100;
+    p -= 2;
+    memcpy(p, k_pairs + 2 * q, 2);
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, k_pairs + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
+}
+
+static size_t digit_count(uint64_t v) {
+  size_t n = 1;
+  while (v >= 10000) {
+    v /= 10000;
+    n += 4;
+  }
+  return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+static int render_int_lists(rctx *c, tm_pq_nleaf *lf, int64_t rows, tm_colbuilder *out) {
+  const tm_pq_ntree *t = c->t;
+  const nnode *top = &t->nodes[0];
+  if (t->n_leaves != 1 || top->kind != NK_LIST || top->rep != 0) return 1;
+  const nnode *rn = &t->nodes[top->rep_child], *el = &t->nodes[top->elem];
+  if (el->kind != NK_LEAF || el->rep != 1 || (el != rn && el->repetition == TM_PQ_REPEATED))
+    return 1;
+  int width = el->type.id == TM_TYPE_INT32 ? 4 : el->type.id == TM_TYPE_INT64 ? 8 : 0;
+  if (!width || lf->vals.type.id != el->type.id || lf->vals.validity) return 1;
+  tm_error *err = c->err;
+  tm_buf *b = c->out;
+  int rc = TM_OK;
+  for (int64_t r = 0; r < rows && rc == TM_OK; r++) {
+    size_t k = lf->pos;
+    if (k >= lf->n) return bad_levels(c, "a leaf has fewer rows than the row group");
+    if (lf->rep[k] != 0) return bad_levels(c, "a row starts with a repetition level above 0");
+    size_t e = k + 1;
+    while (e < lf->n && lf->rep[e] != 0) e++;
+    lf->pos = e;
+    int d = lf->def[k];
+    if (d < rn->def) { /* a NULL list or an empty one: one entry */
+      if (e - k != 1) return bad_levels(c, "leaves disagree on a NULL or empty value");
+      if (top->repetition == TM_PQ_OPTIONAL && d < top->def) {
+        rc = tm_colbuilder_append_null(out, err);
+      } else {
+        rc = tm_colbuilder_append_bytes(out, "[]", 2, err);
+      }
+      continue;
+    }
+    tm_buf_clear(b);
+    /* '[' + up to 21 bytes and a ',' per element + ']'. */
+    size_t need;
+    if (tm_mul_overflow(e - k, 22, &need)) {
+      return tm_error_set(err, TM_ETOOLARGE, "%s: column '%s': a list too long", c->file,
+                          c->column);
+    }
+    TM_TRY(tm_buf_reserve(b, need + 2, err));
+    char *o = b->ptr;
+    *o++ = '[';
+    for (size_t i = k; i < e; i++) {
+      if (i > k) {
+        if (lf->rep[i] != 1) return bad_levels(c, "a value's levels do not match its field");
+        *o++ = ',';
+      }
+      d = lf->def[i];
+      if (d < rn->def) return bad_levels(c, "leaves disagree on a NULL or empty value");
+      if (d < el->def) { /* a NULL element */
+        memcpy(o, "null", 4);
+        o += 4;
+        continue;
+      }
+      if (d != el->def) return bad_levels(c, "a value's levels do not match its field");
+      if (lf->vcur >= lf->vals.length) return bad_levels(c, "more values announced than stored");
+      int64_t v = width == 4 ? ((const int32_t *)lf->vals.values)[lf->vcur]
+                             : ((const int64_t *)lf->vals.values)[lf->vcur];
+      lf->vcur++;
+      uint64_t m = (uint64_t)v;
+      if (v < 0) {
+        *o++ = '-';
+        m = 0 - m;
+      }
+      o += digit_count(m); /* the digits, written backwards in place */
+      digits_u64(o, m);
+    }
+    *o++ = ']';
+    rc = tm_colbuilder_append_bytes(out, b->ptr, (size_t)(o - b->ptr), err);
+  }
+  return rc;
+}
+
 int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t rows,
                               tm_colbuilder *out, const char *file, const char *column,
                               tm_error *err) {
@@ -368,8 +475,15 @@ int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t
   tm_buf_init(&c.tmp, (size_t)1 << 30);
   c.out = &json;
   size_t nl = t->n_leaves;
+  int rc = render_int_lists(&c, leaves, rows, out);
+  if (rc != 1) {
+    tm_free(c.pool);
+    tm_buf_dispose(&json);
+    tm_buf_dispose(&c.tmp);
+    return rc;
+  }
   size_t *lo = tm_calloc(2 * (nl ? nl : 1), sizeof *lo);
-  int rc = lo ? TM_OK : tm_error_nomem(err);
+  rc = lo ? TM_OK : tm_error_nomem(err);
   size_t *hi = lo ? lo + nl : NULL;
   const nnode *top = &t->nodes[0];
   for (int64_t r = 0; r < rows && rc == TM_OK; r++) {
