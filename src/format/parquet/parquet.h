@@ -23,9 +23,11 @@
  *   tm_parquet_scan_free(s);  tm_parquet_close(f);
  *
  * Schema: the top-level fields of the file, in order (tm_parquet_field).
- * Flat fields (required or optional primitives) are readable; nested fields
- * (groups, lists, maps, repeated primitives) are listed but cannot be
- * scanned: projecting one fails with "unsupported nested column NAME".
+ * Flat fields (required or optional primitives) are read as their type;
+ * nested fields (groups, lists, maps, repeated primitives, at any depth and in
+ * the legacy list encodings) are read as JSON text when the scan asks for it
+ * (nested_as_json, nested.c); otherwise projecting one fails with
+ * "unsupported nested column NAME" (issue 16).
  * Field ids (Parquet SchemaElement.field_id, used by Iceberg) are kept.
  *
  * Types (Parquet physical/logical -> tm_type):
@@ -44,7 +46,8 @@
  *
  * Errors: TM_ENOTFOUND / TM_EIO from the input; TM_ECORRUPT for malformed
  * bytes; TM_EUNSUPPORTED for valid files using something we do not read
- * (encryption, nested columns, LZO, INTERVAL); TM_ETOOLARGE past a limit;
+ * (encryption, nested columns without nested_as_json, LZO, INTERVAL);
+ * TM_ETOOLARGE past a limit;
  * TM_ENOMEM. Every message names the file, and the column where one applies.
  *
  * Thread safety: an open tm_parquet_file is immutable; several scans of one
@@ -121,7 +124,7 @@ typedef struct tm_parquet_field {
   char *name;              /* owned by the file */
   int32_t field_id;        /* -1 when the file has none */
   bool nullable;           /* OPTIONAL (or a nested field) */
-  bool nested;             /* a group, list, map or repeated field: not readable */
+  bool nested;             /* a group, list, map or repeated field (JSON text only) */
   tm_type type;            /* the column's type; id INVALID when unsupported */
   const char *unsupported; /* NULL when readable; else why not (owned by the file) */
   int32_t physical_type;   /* Parquet physical type (0..7), -1 for groups */
