@@ -5,7 +5,10 @@
 # only the reads that project a nested column (refresh without refresh_sql,
 # SELECT *), naming the file and column; a refresh_sql or a federated query
 # over the flat columns loads them; `warn` leaves the columns out and logs them
-# once; `ignore` leaves them out silently.
+# once; `ignore` leaves them out silently. The same for an Iceberg table's
+# nested columns (a copy of testdata's all_trino_types, a list of doubles),
+# where `string` reads them as JSON text equal to DuckDB's to_json of the data
+# file.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/data"
 write_parquet "$T/data/a.parquet" "SELECT * FROM (VALUES
@@ -54,4 +57,27 @@ if grep -q "\[quiet\].*left out" <<<"$err"; then fail "ignore logged: $err"; fi
 assert_eq "$(tm_sql "$T/tm.yaml" "SELECT sum(id), count(name) FROM federated")" "10,3"
 tm sql -c "$T/tm.yaml" "SELECT lst FROM federated" >/dev/null 2>"$T/err2" && fail "SELECT of a nested column succeeded"
 assert_contains "$(cat "$T/err2")" "unsupported nested column lst"
+
+# Iceberg: the same four actions on a table with a list column.
+require_shared "$TESTDATA/iceberg/all_trino_types"
+cp -r "$TESTDATA/iceberg/all_trino_types" "$T/ice" && chmod -R u+w "$T/ice"
+cat > "$T/ice.yaml" <<YAML
+datasets:
+  - {from: "iceberg:file://$T/ice", name: ice_error, acceleration: {enabled: true}}
+  - {from: "iceberg:file://$T/ice", name: ice_warn, unsupported_type_action: warn, acceleration: {enabled: true}}
+  - {from: "iceberg:file://$T/ice", name: ice_ignore, unsupported_type_action: ignore, acceleration: {enabled: true}}
+  - {from: "iceberg:file://$T/ice", name: ice_string, unsupported_type_action: string, acceleration: {enabled: true}}
+YAML
+tm refresh -c "$T/ice.yaml" >"$T/out" 2>"$T/err" && fail "a refresh of an Iceberg nested column under error succeeded"
+out=$(cat "$T/out") err=$(cat "$T/err")
+assert_contains "$err" "column 'list_col' is nested (list), which tidemark reads only as JSON text"
+assert_contains "$out" "ice_string: 1 rows"
+assert_contains "$out" "ice_warn: 1 rows"
+assert_contains "$out" "ice_ignore: 1 rows"
+assert_eq "$(grep -c "\[ice_warn\] column 'list_col' (list) is nested; it is left out" <<<"$err" || true)" "1"
+if grep -q "\[ice_ignore\].*left out" <<<"$err"; then fail "ignore logged: $err"; fi
+assert_eq "$(tm_sql "$T/ice.yaml" "SELECT count(*) FROM information_schema.columns WHERE table_name = 'ice_warn' AND column_name = 'list_col'")" "0"
+want=$(duckdb_query "SELECT to_json(list_col)::VARCHAR AS j FROM read_parquet('$T/ice/data/*.parquet')" | tail -n +2)
+got=$(tm_sql "$T/ice.yaml" "SELECT list_col FROM ice_string")
+assert_eq "$got" "$want" "Iceberg list column as JSON text, against DuckDB"
 echo ok

@@ -168,6 +168,48 @@ static const tm_iceberg_field *field_any_schema(const tm_iceberg_metadata *m, in
   return f;
 }
 
+/* Same ids, names, requiredness and types, recursively. */
+static bool same_type(const tm_iceberg_type *a, const tm_iceberg_type *b);
+static bool same_field(const tm_iceberg_field *a, const tm_iceberg_field *b) {
+  return a->id == b->id && a->required == b->required && strcmp(a->name, b->name) == 0 &&
+         same_type(a->type, b->type);
+}
+static bool same_type(const tm_iceberg_type *a, const tm_iceberg_type *b) {
+  if (a->id != b->id) return false;
+  switch (a->id) {
+    case TM_ICEBERG_STRUCT:
+      if (a->n_fields != b->n_fields) return false;
+      for (size_t i = 0; i < a->n_fields; i++)
+        if (!same_field(&a->fields[i], &b->fields[i])) return false;
+      return true;
+    case TM_ICEBERG_LIST: return same_field(a->element, b->element);
+    case TM_ICEBERG_MAP: return same_field(a->key, b->key) && same_field(a->value, b->value);
+    default: return a->text && b->text ? strcmp(a->text, b->text) == 0 : a->text == b->text;
+  }
+}
+
+/*
+ * A nested column is read from a data file as JSON text of the file's own
+ * struct member names (nested.c). That is the table's value only while the
+ * field's subtree is the same in every schema the table has had: a data file
+ * written before a member was renamed, added, dropped or promoted would
+ * answer with the old shape. Such a column is refused, never read wrong.
+ */
+static int nested_readable(const tm_iceberg_metadata *m, const tm_iceberg_field *fld,
+                           tm_error *err) {
+  for (size_t i = 0; i < m->n_schemas; i++) {
+    const tm_iceberg_field *o = tm_iceberg_schema_find_id(&m->schemas[i], fld->id);
+    if (o && !same_field(o, fld)) {
+      return tm_error_set(err, TM_EUNSUPPORTED,
+                          "nested column '%s' changed inside between the table's schemas "
+                          "(schema %d); reading a nested column across such a change is not "
+                          "supported yet",
+                          fld->name, (int)m->schemas[i].schema_id);
+    }
+  }
+  return TM_OK;
+}
+
 /* Finds the Parquet field holding Iceberg field id (or -1). */
 static int file_field(const tm_iceberg_metadata *m, tm_parquet_file *pf, bool has_ids,
                       int32_t id, const char *name) {
@@ -753,6 +795,22 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
         continue;
       }
     }
+    if (!tm_iceberg_type_is_primitive(fld->type)) {
+      int fi = file_field(r->m, fs->pf, ids, fld->id, fld->name);
+      const tm_parquet_field *pfld = fi >= 0 ? tm_parquet_field_at(fs->pf, (size_t)fi) : NULL;
+      if (pfld && pfld->nested) {
+        if (!r->o.nested_as_json) {
+          rc = tm_error_set(err, TM_EUNSUPPORTED,
+                            "column '%s' is nested (%s), which tidemark reads only as JSON text "
+                            "(unsupported_type_action: string; warn or ignore leave it out)",
+                            fld->name, tm_iceberg_type_name(fld->type->id));
+          goto done;
+        }
+        TM_CHECK(nested_readable(r->m, fld, err));
+        fs->out_src[j] = proj_index(fs, (size_t)fi); /* JSON text (types.c) */
+        continue;
+      }
+    }
     if (tm_iceberg_type_is_primitive(fld->type)) {
       missing_value(r, fs, f, fld, type, &fs->out_const[j]);
     } else {
@@ -877,6 +935,7 @@ static int next_row_group(tm_iceberg_rows *r, file_state *fs, bool *more, tm_err
     so.row_groups = &fs->rg;
     so.n_row_groups = 1;
     so.batch_rows = r->o.batch_rows;
+    so.nested_as_json = r->o.nested_as_json; /* nested columns as JSON text (types.c) */
     TM_TRY(tm_parquet_scan_new(&fs->scan, fs->pf, &so, err));
     r->stats.row_groups_read++;
     *more = true;

@@ -45,11 +45,13 @@ typedef struct tm_iceberg_read_options {
   bool skip_deletes;           /* rows as written, without the tasks' delete files */
   int64_t batch_rows;          /* 0: TM_BATCH_DEFAULT_ROWS */
   bool with_positions;         /* add "_pos" (int64): each row's position in its data file */
+  bool nested_as_json;         /* nested columns read as JSON text; else projecting one whose
+                                  data file holds it fails (TM_EUNSUPPORTED) */
 } tm_iceberg_read_options;
 
 #define TM_ICEBERG_READ_OPTIONS_VERSION 1
 #define TM_ICEBERG_READ_OPTIONS_INIT \
-  {TM_ICEBERG_READ_OPTIONS_VERSION, NULL, 0, NULL, false, false, 0, false}
+  {TM_ICEBERG_READ_OPTIONS_VERSION, NULL, 0, NULL, false, false, 0, false, false}
 #define TM_ICEBERG_POS_COLUMN "_pos"
 
 typedef struct tm_iceberg_read_stats {

@@ -780,17 +780,6 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
       return rc;
     }
   }
-  if (d->unsupported_type_action != TM_UNSUPPORTED_ERROR &&
-      (d->source_kind == TM_SOURCE_ICEBERG_FILE || d->source_kind == TM_SOURCE_ICEBERG_S3 ||
-       d->source_kind == TM_SOURCE_ICEBERG_REST || d->source_kind == TM_SOURCE_ICEBERG_ABFS)) {
-    size_t old = tm_cfg__path_push_key(c, "unsupported_type_action");
-    int rc = tm_cfg__fail(c, tm_cfg__lookup(c, n, "unsupported_type_action"),
-                          "unsupported_type_action applies to file sources (file:, s3://, "
-                          "abfs://, glue: tables of files); an Iceberg source reads every column "
-                          "type its schema lists");
-    tm_cfg__path_pop(c, old);
-    return rc;
-  }
   if (d->time_column && strcmp(d->time_column, "last_modified") == 0 &&
       d->source_kind != TM_SOURCE_FILE && d->source_kind != TM_SOURCE_S3 &&
       d->source_kind != TM_SOURCE_ABFS) {

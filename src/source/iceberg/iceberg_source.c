@@ -79,6 +79,9 @@ typedef struct store_slot {
 struct ice_source {
   tm_source base;
   ice_kind kind;
+  tm_unsupported_action unsupported_action; /* nested columns (schema_of) */
+  atomic_bool own_warned;
+  atomic_bool *warned;     /* `warn` logs once: the options' flag, or own_warned */
   char *root;              /* owned: table folder (local path) or s3://bucket/path; NULL for REST */
   char *metadata_location; /* owned: explicit metadata file, or NULL */
   char *location_from;     /* owned or NULL */
@@ -440,23 +443,30 @@ static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
 
 /*
  * The current schema's top-level fields as columns (with field ids). Nested
- * fields (struct, list, map) cannot be read by the Parquet reader: they are
- * left out of the dataset, with a warning, so the flat columns still load.
+ * fields (struct, list, map) follow unsupported_type_action (source.h):
+ * error and string keep them as text columns (string reads them as JSON
+ * text; error fails a read that selects one), warn leaves them out with a
+ * warning (once per dataset), ignore leaves them out silently.
  */
-static int schema_of(const char *dataset, const tm_iceberg_schema *is, tm_schema *out,
-                     tm_error *err) {
+static int schema_of(ice_source *s, const tm_iceberg_schema *is, tm_schema *out, tm_error *err) {
   const tm_iceberg_type *root = is->root;
+  tm_unsupported_action action = s->unsupported_action;
   for (size_t i = 0; i < root->n_fields; i++) {
     const tm_iceberg_field *f = &root->fields[i];
-    if (!tm_iceberg_type_is_primitive(f->type)) {
-      tm_log(TM_LOG_WARN, dataset, "column '%s' (%s) is nested, which tidemark does not read; it is left out",
-             f->name, tm_iceberg_type_name(f->type->id));
+    if (!tm_iceberg_type_is_primitive(f->type) &&
+        (action == TM_UNSUPPORTED_WARN || action == TM_UNSUPPORTED_IGNORE)) {
+      if (action == TM_UNSUPPORTED_WARN && !atomic_exchange(s->warned, true)) {
+        tm_log(TM_LOG_WARN, s->base.name,
+               "column '%s' (%s) is nested; it is left out (unsupported_type_action: warn)",
+               f->name, tm_iceberg_type_name(f->type->id));
+      }
       continue;
     }
     tm_type t;
-    int rc = tm_iceberg_type_to_tm(f->type, &t, err);
+    int rc = tm_iceberg_type_to_tm(f->type, &t, err); /* nested: utf8 */
     if (rc < 0) return tm_error_prefix(err, "column '%s'", f->name);
-    TM_TRY(tm_schema_add(out, f->name, t, !f->required, f->id, err));
+    TM_TRY(tm_schema_add(out, f->name, t, !f->required || !tm_iceberg_type_is_primitive(f->type),
+                         f->id, err));
   }
   return TM_OK;
 }
@@ -469,7 +479,7 @@ static int ice_describe(tm_source *src, tm_error *err) {
   tm_schema schema;
   tm_schema_init(&schema);
   const tm_iceberg_schema *cur = tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t));
-  int rc = cur ? schema_of(src->name, cur, &schema, err)
+  int rc = cur ? schema_of(s, cur, &schema, err)
                : tm_error_set(err, TM_ECORRUPT, "%s: the table has no current schema", src->name);
   if (rc < 0) {
     tm_schema_dispose(&schema);
@@ -605,6 +615,7 @@ static int plan_added(ice_scan *sc, const tm_scan_request *req, tm_error *err) {
   o.filter = req->predicate;
   o.skip_deletes = true;
   o.batch_rows = req->batch_rows;
+  o.nested_as_json = sc->s->unsupported_action == TM_UNSUPPORTED_STRING;
   return tm_iceberg_rows_open_files(&sc->rows, t, schema, sc->files, n, &o, err);
 }
 
@@ -623,6 +634,7 @@ static int plan_current(ice_scan *sc, const tm_scan_request *req, tm_error *err)
   o.filter = req->predicate;
   o.skip_deletes = !req->apply_deletes;
   o.batch_rows = req->batch_rows;
+  o.nested_as_json = sc->s->unsupported_action == TM_UNSUPPORTED_STRING;
   return tm_iceberg_rows_open(&sc->rows, t, sc->plan, &o, err);
 }
 
@@ -634,7 +646,7 @@ static int ice_scan_open(tm_source *src, const tm_scan_request *req, tm_scan **o
   sc->base.vt = &k_scan_vt;
   sc->s = s;
   sc->req = *req;
-  /* The dataset's columns (nested ones were left out at describe). */
+  /* The dataset's columns (nested ones left out at describe under warn and ignore). */
   sc->names = tm_calloc(src->schema.n_cols ? src->schema.n_cols : 1, sizeof *sc->names);
   int rc = sc->names ? TM_OK : tm_error_nomem(err);
   for (size_t i = 0; rc == TM_OK && i < src->schema.n_cols; i++) sc->names[i] = src->schema.cols[i].name;
@@ -918,6 +930,8 @@ int tm_source__open_iceberg(tm_source **out, const tm_source_options *opts, tm_e
     return rc;
   }
   s->base.follows_snapshots = true;
+  s->unsupported_action = opts->unsupported_action;
+  s->warned = opts->warned_unsupported ? opts->warned_unsupported : &s->own_warned;
   s->io.version = TM_ICEBERG_IO_VERSION;
   s->io.payload = s;
   s->io.open = io_open;

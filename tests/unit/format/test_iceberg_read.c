@@ -50,6 +50,9 @@ static int cmp_str(const void *a, const void *b) {
 
 /* Rows of a snapshot (or the current one, id < 0), rendered "a|b|c" and
  * sorted, joined with "; ". Columns: all, or the first one when count_only. */
+/* Nested columns as JSON text (tm_iceberg_read_options.nested_as_json). */
+static bool g_nested_as_json = true;
+
 static int read_rows(tm_iceberg_table *t, int64_t snapshot_id, bool count_only,
                      int64_t *n_out, char **text_out, tm_iceberg_read_stats *st, tm_error *err) {
   tm_iceberg_scan_options so = TM_ICEBERG_SCAN_OPTIONS_INIT;
@@ -57,6 +60,7 @@ static int read_rows(tm_iceberg_table *t, int64_t snapshot_id, bool count_only,
   tm_iceberg_scan *sc = NULL;
   TM_TRY(tm_iceberg_plan_scan(t, &so, &sc, err));
   tm_iceberg_read_options ro = TM_ICEBERG_READ_OPTIONS_INIT;
+  ro.nested_as_json = g_nested_as_json;
   const char *first = sc->schema->root->fields[0].name;
   if (count_only) {
     ro.columns = &first;
@@ -286,11 +290,23 @@ TM_TEST(iceberg_small_tables_read_their_exact_rows) {
 }
 
 TM_TEST(iceberg_types_defaults_and_partition_values) {
-  /* Every Trino type, one row (the list column reads as NULL: nested). */
+  /* Every Trino type, one row; the list column as JSON text (issue 16). */
   expect_rows("all_trino_types", -1,
               "1|true|42|9223372036854775807|3.14|2.718281828459045|123456.78901|2025-04-05|"
               "12:34:56.123456|2025-04-05T12:34:56.123456|2025-04-05T12:34:56.123456Z|"
-              "Hello Iceberg|550e8400-e29b-41d4-a716-446655440000|\\xDE\\xAD\\xBE\\xEF|NULL");
+              "Hello Iceberg|550e8400-e29b-41d4-a716-446655440000|\\xDE\\xAD\\xBE\\xEF|[1.1,2.2,3.3]");
+  /* Without nested_as_json, reading the nested column fails, naming it. */
+  {
+    g_nested_as_json = false;
+    tm_iceberg_table *tt = open_table("all_trino_types");
+    tm_error e2;
+    char *none = NULL;
+    TM_ASSERT(read_rows(tt, -1, false, NULL, &none, NULL, &e2) == TM_EUNSUPPORTED);
+    TM_ASSERT_CONTAINS(e2.message, "column 'list_col' is nested (list)");
+    tm_free(none);
+    tm_iceberg_table_free(tt);
+    g_nested_as_json = true;
+  }
   /* Columns added with defaults: the older file reads the initial defaults. */
   tm_iceberg_table *t = open_table("add_columns_with_defaults");
   tm_error err;
@@ -438,5 +454,55 @@ TM_TEST(iceberg_broken_tables_fail_cleanly) {
   TM_ASSERT_CONTAINS(err.message, data);
   tm_free(data);
   tm_free(del);
+  tm_iceberg_table_free(t);
+}
+
+/*
+ * Issue 16: a nested column reads as JSON text of the data file's own shape,
+ * which is the table's value only while the column's subtree is the same in
+ * every schema. A copy of all_trino_types whose metadata gains an earlier
+ * schema where list_col's elements were floats (a promotion since) is refused,
+ * naming the column; the flat columns still read.
+ */
+TM_TEST(iceberg_nested_column_changed_between_schemas_is_refused) {
+  char src[4096], cmd[8300];
+  snprintf(src, sizeof src, "%s/all_trino_types", ice_dir());
+  const char *dst = tm_test_path("nested_evolved");
+  snprintf(cmd, sizeof cmd, "cp -r '%s' '%s' && chmod -R u+w '%s'", src, dst, dst);
+  TM_ASSERT(system(cmd) == 0);
+  char meta[4200];
+  snprintf(meta, sizeof meta,
+           "%s/metadata/00002-6105d5eb-ce39-470c-af78-50b744662ef2.metadata.json", dst);
+  json_error_t jerr;
+  json_t *m = json_load_file(meta, 0, &jerr);
+  TM_ASSERT(m != NULL);
+  json_t *schemas = json_object_get(m, "schemas");
+  json_t *old = json_deep_copy(json_array_get(schemas, 0));
+  TM_ASSERT(old != NULL);
+  json_object_set_new(old, "schema-id", json_integer(7));
+  json_t *fields = json_object_get(old, "fields");
+  size_t i;
+  json_t *f;
+  bool found = false;
+  json_array_foreach(fields, i, f) {
+    if (strcmp(json_string_value(json_object_get(f, "name")), "list_col") != 0) continue;
+    json_object_set_new(json_object_get(f, "type"), "element", json_string("float"));
+    found = true;
+  }
+  TM_ASSERT(found);
+  json_array_append_new(schemas, old);
+  TM_ASSERT(json_dump_file(m, meta, 0) == 0);
+  json_decref(m);
+
+  tm_iceberg_table *t = open_root(dst);
+  tm_error err;
+  char *text = NULL;
+  TM_ASSERT(read_rows(t, -1, false, NULL, &text, NULL, &err) == TM_EUNSUPPORTED);
+  TM_ASSERT_CONTAINS(err.message, "nested column 'list_col' changed inside");
+  TM_ASSERT_CONTAINS(err.message, "schema 7");
+  tm_free(text);
+  int64_t n = 0;
+  TM_ASSERT_OK(read_rows(t, -1, true, &n, NULL, NULL, &err), &err); /* the id column alone */
+  TM_ASSERT_INT_EQ(n, 1);
   tm_iceberg_table_free(t);
 }

@@ -88,7 +88,8 @@ TM_TEST(B12_B14_every_testdata_table_snapshot_by_snapshot) {
     tm_kv_init(&params);
     tm_error err;
     TM_ASSERT_OK(tm_kv_set(&params, "metadata_path", meta, &err), &err);
-    tm_source_options o = {TM_SOURCE_OPTIONS_VERSION, from, table, &params, NULL, NULL, NULL, false, TM_UNSUPPORTED_ERROR, NULL};
+    /* Nested columns as JSON text: every table reads whole (issue 16). */
+    tm_source_options o = {TM_SOURCE_OPTIONS_VERSION, from, table, &params, NULL, NULL, NULL, false, TM_UNSUPPORTED_STRING, NULL};
     tm_source *src = NULL;
     TM_ASSERT_OK(tm_source_open(&src, &o, &err), &err);
     int rc = tm_source_describe(src, &err);
