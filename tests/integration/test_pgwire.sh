@@ -33,6 +33,9 @@ datasets:
     params: {file_format: jsonl}
     time_column: ts
     acceleration: {engine: cayenne, refresh_mode: full, refresh_check_interval: 1h}
+views:
+  - name: evens
+    sql: SELECT id, v FROM events WHERE ok
 YAML
 
 # start_pg [run args...]: a server with --pg on a free loopback port; sets PG_PORT.
@@ -63,6 +66,32 @@ want=$(duckdb_query "SELECT id, v, x, CASE WHEN ok THEN 't' ELSE 'f' END AS ok,
   WHERE id IN (1, 2, 50) ORDER BY id" | tail -n +2 | tr ',' '|' | sed -E 's/(\.[0-9]*[1-9])0+\+00\|/\1+00|/; s/\.0+\+00\|/+00|/')
 assert_eq "$got" "$want" "psql rows against DuckDB"
 note "psql: typed rows match DuckDB"
+# psql's describe commands: \dt, \dv, \d, \d NAME, \l, \gdesc.
+got=$(pg -A -t -c '\dt')
+assert_eq "$got" "public|events|table|tidemark" "\\dt"
+got=$(pg -A -t -c '\dv')
+assert_eq "$got" "public|evens|view|tidemark" "\\dv"
+got=$(pg -A -t -c '\d' | tr '\n' ' ')
+assert_eq "$got" "public|evens|view|tidemark public|events|table|tidemark " "\\d"
+got=$(pg -A -c '\d events' | tr '\n' ' ')
+assert_eq "$got" 'Table "public.events" Column|Type|Collation|Nullable|Default id|bigint||| v|text||| x|double precision||| ok|boolean||| ts|timestamp with time zone||| ' "\\d events"
+got=$(pg -A -c '\d evens' | tr '\n' ' ')
+assert_eq "$got" 'View "public.evens" Column|Type|Collation|Nullable|Default id|bigint||| v|text||| ' "\\d evens"
+got=$(pg -A -t -c '\dt nothing*' 2>&1)
+assert_eq "$got" "" "\\dt without a match"
+got=$(pg -A -t -c '\dt ev*' 2>&1)
+assert_eq "$got" "public|events|table|tidemark" "\\dt with a pattern"
+got=$(pg -A -t -c '\l' | cut -d'|' -f1-3)
+assert_eq "$got" "tidemark|tidemark|UTF8" "\\l"
+got=$(pg -A -t <<'SQL' | tr '\n' ' '
+SELECT 1::bigint a, 1::int b, 1::smallint c, 1.5::double d, 1.5::float e, true f,
+  'x' g, 1.5::decimal(5,1) h, date '2024-01-02' i, timestamp '2024-01-02 03:04:05' j,
+  timestamptz '2024-01-02 03:04:05+00' k, time '01:02:03' l, uuid '12345678-1234-1234-1234-123456789abc' m,
+  [1, 2] n, {'a': 1} o, '\x01'::blob p \gdesc
+SQL
+)
+assert_eq "$got" "a|bigint b|integer c|smallint d|double precision e|real f|boolean g|text h|numeric i|date j|timestamp without time zone k|timestamp with time zone l|time without time zone m|uuid n|json o|json p|bytea " "\\gdesc types"
+note "psql: \\dt, \\dv, \\d, \\d NAME, \\l, \\gdesc"
 got=$(pg -A -t -c "SELECT [1, 2] AS l, {'a': 'x'} AS s, 'NaN'::double AS nan, 'inf'::double AS inf, interval '1 day 2 hours' AS iv")
 assert_eq "$got" '[1,2]|{"a":"x"}|NaN|Infinity|P1DT2H' "nested as JSON, floats, interval"
 

@@ -405,11 +405,3 @@ const char *tm_pg__sqlstate(int rc, const char *message) {
     default: return "XX000";
   }
 }
-
-/* ---- catalog queries ------------------------------------------------------------------------ */
-
-int tm_pg__rewrite(tm_runtime *rt, const char *sql, char **out, tm_error *err) {
-  (void)rt;
-  if (!(*out = tm_strdup(sql))) return tm_error_nomem(err);
-  return TM_OK;
-}
