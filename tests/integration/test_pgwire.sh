@@ -53,7 +53,7 @@ start_pg() {
 pg() { PGCONNECT_TIMEOUT=5 psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U tester -d tidemark -v ON_ERROR_STOP=1 "$@"; }
 
 KEY=
-start_pg
+start_pg --pg-max-connections 3
 # Rows and types in PostgreSQL's text output, compared with DuckDB over the same file.
 got=$(pg -A -t -F'|' -c "SELECT id, v, x, ok, ts, ts::date AS d, id::smallint AS s, id::int AS i,
   (x * 2)::decimal(10,2) AS m, ('\\x' || lpad(id::varchar, 2, '0'))::blob AS b, NULL::int AS n
@@ -175,6 +175,15 @@ PY
 )
 assert_eq "$got" $'7 v7 10.5 False 2024-01-08T00:00:07.007000+00:00 [20, 25, 701, 16, 1184]\nrefused 25006\n50' "psycopg2"
 note "psycopg2: rows, types, a refused write"
+
+# What libpq does not send: row limits, skipping to Sync, hostile bytes, the connection cap.
+RAW="python3 $TM_SOURCE_DIR/tests/tools/pgwire_raw.py"
+for check in suspend skip hostile "cap 3"; do
+  # shellcheck disable=SC2086
+  out=$($RAW "$PG_PORT" $check) || fail "pgwire_raw $check: $out"
+  note "$out"
+done
+grep -q 'refused: 3 connections open (the cap)' "$SERVER_LOG" || fail "the refused connection is not logged"
 stop_server
 
 # Passwords: the API key, with each method; a wrong one is 28P01.
@@ -187,6 +196,11 @@ for method in scram-sha-256 md5 password; do
   assert_contains "$got" 'password authentication failed for user "tester"' "$method: a wrong password"
   got=$(pg -w -A -t -c "SELECT 1" 2>&1 </dev/null || true)
   assert_contains "$got" "no password supplied" "$method: no password"
+  if [[ $method == password ]]; then
+    out=$(python3 "$TM_SOURCE_DIR/tests/tools/pgwire_raw.py" "$PG_PORT" password "$KEY") ||
+      fail "pgwire_raw password: $out"
+    note "$out"
+  fi
   stop_server
 done
 note "auth: scram-sha-256, md5 and password against the API key; wrong ones refused"
