@@ -344,9 +344,13 @@ int tm_pg__param(const tm_pg_value *v, bool binary, uint32_t oid, tm_sql_type ki
       out->text_len = n;
       return TM_OK;
     case TM_SQLT_TEXT:
-    case TM_SQLT_OTHER:
       if (memchr(p, 0, n)) break;
       return set_text(out, (const char *)p, n, err);
+    case TM_SQLT_OTHER:
+      if (oid == 0)
+        return tm_error_set(err, TM_EINVALID, "a binary parameter without a type where the "
+                            "statement does not say one: send it as text, or with its type");
+      /* fall through */
     default:
       return tm_error_set(err, TM_EINVALID, "binary parameters of type %u are not supported: send "
                           "them as text", oid);
