@@ -145,6 +145,7 @@ again 12|v12|18|t|2024-01-13 00:00:12.012+00
 again 13|v13|19.5|f|2024-01-14 00:00:13.013+00
 text 49|v49|t
 text 50|v50|t
+untyped 23 25 114 42|x|[1,2]
 bparams 2000-01-03|2000-01-01 00:00:01|5|f|\\x0041ff
 bresults date:2|ts:1000000|bytea:0041ff|2.5|t
 error PGRES_FATAL_ERROR 42P01

@@ -11,6 +11,7 @@
  *   binary    PQexecPrepared: a binary int4 and a text parameter, binary results
  *             decoded by their type OIDs (int8, text, float8, bool, timestamptz)
  *   text      PQexecParams: untyped text parameters, text results, a NULL
+ *   untyped   untyped parameters typed by DuckDB, binary results of the bound types
  *   bparams   binary date, timestamp, float8, bool and bytea parameters
  *   error     an unknown table (SQLSTATE 42P01), a write (25006), then a query
  *             on the same connection
@@ -133,6 +134,14 @@ int main(int argc, char **argv) {
                    2, NULL, tv, NULL, NULL, 0);
   if (PQresultStatus(r) != PGRES_TUPLES_OK) die("exec params", r);
   print_result("text", r, 0);
+  PQclear(r);
+
+  /* untyped: DuckDB types the parameters from the statement; binary results follow the bound types. */
+  const char *uv[2] = {"41", "x"};
+  r = PQexecParams(conn, "SELECT $1::int + 1 AS a, $2 AS b, [1, 2] AS c", 2, NULL, uv, NULL, NULL, 1);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) die("untyped", r);
+  printf("untyped %u %u %u", PQftype(r, 0), PQftype(r, 1), PQftype(r, 2));
+  print_result("", r, 1);
   PQclear(r);
 
   /* bparams: binary date (2000-01-03 = day 2), timestamp (1 s after 2000-01-01), float8, bool, bytea. */

@@ -56,6 +56,8 @@ typedef struct pg_portal {
   size_t n_binary;
   tm_sql_session *session;    /* running: the session and statement, or NULL */
   tm_sql_stmt *st;
+  int all_format;             /* Bind gave 0 or 1 result formats: that format (0, 1) for every
+                                 column; -1: one per column */
   int64_t rows;               /* rows sent so far */
   bool done;                  /* ran to completion (another Execute returns no rows) */
 } pg_portal;
@@ -429,13 +431,14 @@ static int describe_running(conn_state *s, tm_sql_stmt *st, const bool *binary, 
 }
 
 /* One DataRow of the current row. */
-static int data_row(conn_state *s, tm_sql_stmt *st, const bool *binary, size_t n_binary,
-                    tm_error *err) {
-  size_t n = tm_sql_column_count(st), mark;
+static int data_row(conn_state *s, const pg_portal *p, tm_error *err) {
+  size_t n = tm_sql_column_count(p->st), mark;
   TM_TRY(tm_pg_begin(&s->out, 'D', &mark, err));
   TM_TRY(tm_pg_put_i16(&s->out, (int16_t)n, err));
-  for (size_t i = 0; i < n; i++)
-    TM_TRY(tm_pg__cell(st, i, binary && i < n_binary && binary[i], &s->scratch, &s->out, err));
+  for (size_t i = 0; i < n; i++) {
+    bool bin = p->binary && i < p->n_binary ? p->binary[i] : p->all_format == 1;
+    TM_TRY(tm_pg__cell(p->st, i, bin, &s->scratch, &s->out, err));
+  }
   tm_pg_end(&s->out, mark);
   return TM_OK;
 }
@@ -445,17 +448,24 @@ static int data_row(conn_state *s, tm_sql_stmt *st, const bool *binary, size_t n
  * CommandComplete, or PortalSuspended after max_rows (0: no limit). The
  * RowDescription is sent first when describe is set (simple query).
  */
+/* Starts a portal's DuckDB statement in a session of the pool (the session stays the portal's). */
+static int portal_start(conn_state *s, pg_portal *p, tm_error *err) {
+  TM_TRY(tm_rt__session_take(s->rt, &p->session, err));
+  pthread_mutex_lock(&s->c->srv->mu);
+  s->c->live = p->session;
+  pthread_mutex_unlock(&s->c->srv->mu);
+  int rc = tm_sql_prepare_params(p->session, p->stmt->sql, p->params.n ? &p->params : NULL,
+                                 &p->st, err);
+  if (rc != TM_OK) portal_stop(s, p);
+  return rc;
+}
+
 static int run_portal(conn_state *s, pg_portal *p, uint32_t max_rows, bool describe,
                       tm_error *err) {
   int rc = TM_OK;
   if (p->done) return tm_pg_put_complete(&s->out, "SELECT 0", err);
   if (!p->st) {
-    TM_TRY(tm_rt__session_take(s->rt, &p->session, err));
-    pthread_mutex_lock(&s->c->srv->mu);
-    s->c->live = p->session;
-    pthread_mutex_unlock(&s->c->srv->mu);
-    rc = tm_sql_prepare_params(p->session, p->stmt->sql, p->params.n ? &p->params : NULL, &p->st,
-                               err);
+    rc = portal_start(s, p, err);
     if (rc == TM_OK && describe) rc = describe_running(s, p->st, p->binary, err);
   }
   uint32_t sent = 0;
@@ -473,7 +483,7 @@ static int run_portal(conn_state *s, pg_portal *p, uint32_t max_rows, bool descr
       return tm_pg_put_complete(&s->out, tag, err);
     }
     if (rc != TM_OK) break;
-    rc = data_row(s, p->st, p->binary, p->n_binary, err);
+    rc = data_row(s, p, err);
     p->rows++;
     sent++;
     if (rc == TM_OK && s->out.len >= FLUSH_AT && !flush(s))
@@ -761,6 +771,7 @@ static int ext_bind(conn_state *s, const uint8_t *body, size_t n, tm_error *err)
     if (b.n_rformats > 1 && b.n_rformats != n_cols)
       rc = tm_error_set(err, TM_EINVALID, "bind message has %zu result formats but the query "
                         "has %zu columns", b.n_rformats, n_cols);
+    p->all_format = b.n_rformats == 0 ? 0 : b.n_rformats == 1 ? tm_pg_i16_at(b.rformats, 0) : -1;
     for (size_t i = 0; rc == TM_OK && i < n_cols && b.n_rformats; i++) {
       int16_t f = tm_pg_i16_at(b.rformats, b.n_rformats == 1 ? 0 : i);
       if (f != 0 && f != 1) rc = tm_error_set(err, TM_EINVALID, "unsupported format code %d", f);
@@ -808,6 +819,26 @@ static int ext_describe(conn_state *s, const uint8_t *body, size_t n, tm_error *
     return row_description(s, 1, names, kinds, binary, err);
   }
   if (st->special.kind != PG_DUCKDB || st->shape.n_cols == 0) return tm_pg_put_empty(&s->out, 'n', err);
+  if (kind == 'P') {
+    /* The portal's columns as they will be sent: its statement starts now (DuckDB streams it
+     * from the next Execute), so that the types described are the bound statement's. */
+    pg_portal *p = *find_portal(s, name);
+    if (!p->st && !p->done) TM_TRY(portal_start(s, p, err));
+    size_t nc = p->st ? tm_sql_column_count(p->st) : p->n_binary;
+    if (nc != p->n_binary) {
+      /* DuckDB's description before binding had another column count (an untyped parameter). */
+      if (p->all_format < 0)
+        return tm_error_set(err, TM_EINVALID, "the bound statement has %zu columns, not the %zu "
+                            "its result formats were given for", nc, p->n_binary);
+      bool *b = tm_calloc(nc ? nc : 1, sizeof *b);
+      if (!b) return tm_error_nomem(err);
+      for (size_t i = 0; i < nc; i++) b[i] = p->all_format == 1;
+      tm_free(p->binary);
+      p->binary = b;
+      p->n_binary = nc;
+    }
+    if (p->st) return describe_running(s, p->st, p->binary, err);
+  }
   return row_description(s, st->shape.n_cols, (const char *const *)st->shape.col_names,
                          st->shape.col_types, binary, err);
 }
