@@ -185,6 +185,12 @@ for check in suspend skip hostile "cap 3"; do
   note "$out"
 done
 grep -q 'refused: 3 connections open (the cap)' "$SERVER_LOG" || fail "the refused connection is not logged"
+# The statements count in /v1/sql's query families, with protocol="postgres".
+scrape=$(metrics)
+grep -q '^query_executions{tags="",datasets="events",protocol="postgres"} [1-9]' <<<"$scrape" ||
+  fail "no postgres query_executions for events: $(grep '^query_' <<<"$scrape")"
+grep -q '^query_failures{tags="error",datasets="",err_code="SyntaxError",protocol="postgres"} [1-9]' <<<"$scrape" ||
+  fail "no postgres SyntaxError in query_failures: $(grep '^query_failures' <<<"$scrape")"
 stop_server
 
 # Passwords: the API key, with each method; a wrong one is 28P01.

@@ -59,6 +59,7 @@ typedef struct pg_portal {
   int all_format;             /* Bind gave 0 or 1 result formats: that format (0, 1) for every
                                  column; -1: one per column */
   int64_t rows;               /* rows sent so far */
+  int64_t t0_ns;              /* when its statement started (monotonic) */
   bool done;                  /* ran to completion (another Execute returns no rows) */
 } pg_portal;
 
@@ -448,15 +449,38 @@ static int data_row(conn_state *s, const pg_portal *p, tm_error *err) {
  * CommandComplete, or PortalSuspended after max_rows (0: no limit). The
  * RowDescription is sent first when describe is set (simple query).
  */
+/*
+ * Counts a statement that ended (rc: how) in the query families /v1/sql
+ * counts in (query_executions, query_failures, query_duration_ms), with the
+ * protocol label `postgres`. Reads the datasets of p's session: call before
+ * portal_stop.
+ */
+static void note_query(conn_state *s, const pg_portal *p, int rc, const tm_error *e) {
+  tm_runtime *rt = s->rt;
+  const char *datasets = p->session ? tm_sql_session_datasets(p->session) : "";
+  bool failed = rc != TM_OK;
+  const char *tags = failed ? "error" : "";
+  const char *l3[] = {tags, datasets, "postgres"};
+  tm_metric_add(rt->m_query_exec, l3, 1);
+  if (failed)
+    tm_metric_add(rt->m_query_fail,
+                  (const char *[]){tags, datasets, tm_sql_error_code(rc, e->message), "postgres"}, 1);
+  tm_metric_observe(rt->m_query_dur, l3, (double)(tm_monotonic_ns() - p->t0_ns) / 1e6);
+}
+
 /* Starts a portal's DuckDB statement in a session of the pool (the session stays the portal's). */
 static int portal_start(conn_state *s, pg_portal *p, tm_error *err) {
+  p->t0_ns = tm_monotonic_ns();
   TM_TRY(tm_rt__session_take(s->rt, &p->session, err));
   pthread_mutex_lock(&s->c->srv->mu);
   s->c->live = p->session;
   pthread_mutex_unlock(&s->c->srv->mu);
   int rc = tm_sql_prepare_params(p->session, p->stmt->sql, p->params.n ? &p->params : NULL,
                                  &p->st, err);
-  if (rc != TM_OK) portal_stop(s, p);
+  if (rc != TM_OK) {
+    note_query(s, p, rc, err);
+    portal_stop(s, p);
+  }
   return rc;
 }
 
@@ -465,8 +489,8 @@ static int run_portal(conn_state *s, pg_portal *p, uint32_t max_rows, bool descr
   int rc = TM_OK;
   if (p->done) return tm_pg_put_complete(&s->out, "SELECT 0", err);
   if (!p->st) {
-    rc = portal_start(s, p, err);
-    if (rc == TM_OK && describe) rc = describe_running(s, p->st, p->binary, err);
+    TM_TRY(portal_start(s, p, err));
+    if (describe) rc = describe_running(s, p->st, p->binary, err);
   }
   uint32_t sent = 0;
   while (rc == TM_OK) {
@@ -479,6 +503,7 @@ static int run_portal(conn_state *s, pg_portal *p, uint32_t max_rows, bool descr
       char tag[40];
       snprintf(tag, sizeof tag, "SELECT %lld", (long long)p->rows);
       p->done = true;
+      note_query(s, p, TM_OK, err);
       portal_stop(s, p);
       return tm_pg_put_complete(&s->out, tag, err);
     }
@@ -489,6 +514,7 @@ static int run_portal(conn_state *s, pg_portal *p, uint32_t max_rows, bool descr
     if (rc == TM_OK && s->out.len >= FLUSH_AT && !flush(s))
       rc = tm_error_set(err, TM_ECANCELLED, "the client left");
   }
+  note_query(s, p, rc, err);
   portal_stop(s, p);
   p->done = true;
   return rc;
@@ -532,6 +558,7 @@ static int copy_out(conn_state *s, const tm_pg_special_result *sp, tm_error *err
   pg_portal p;
   memset(&p, 0, sizeof p);
   tm_buf row = TM_BUF_INIT(OUT_LIMIT);
+  p.t0_ns = tm_monotonic_ns();
   int rc = tm_rt__session_take(s->rt, &p.session, err);
   if (rc != TM_OK) return rc;
   pthread_mutex_lock(&s->c->srv->mu);
@@ -578,6 +605,7 @@ static int copy_out(conn_state *s, const tm_pg_special_result *sp, tm_error *err
       if (s->out.len >= FLUSH_AT && !flush(s)) rc = tm_error_set(err, TM_ECANCELLED, "the client left");
     }
   }
+  note_query(s, &p, rc, err);
   portal_stop(s, &p);
   tm_buf_dispose(&row);
   if (rc != TM_OK) return rc; /* an ErrorResponse ends the copy for the client */
