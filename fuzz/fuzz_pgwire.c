@@ -14,7 +14,7 @@
  * Checked: every parse answers TM_OK or an error with a message; what a
  * successful parse returns lies inside the body (strings NUL-terminated
  * there, values and arrays within it); classification never fails without a
- * message and owns only copy_sql.
+ * message and owns inner_sql only for COPY, PREPARE and EXECUTE.
  *
  * Seed corpus (fuzz/corpora/fuzz_pgwire/): startup packets of psql and
  * JDBC, SSLRequest, GSSENCRequest, CancelRequest, a protocol 2 packet, one
@@ -129,8 +129,12 @@ static void one_message(char type, const uint8_t *b, size_t n) {
         tm_error_init(&ce);
         int crc = tm_pg__classify(sql, &pp, true, &r, &ce);
         failed(crc, &ce);
-        if (crc == TM_OK && r.kind == PG_COPY && !r.copy_sql) broken("COPY without its query");
-        if (crc == TM_OK && r.kind != PG_COPY && r.copy_sql) broken("copy_sql outside COPY");
+        if (crc == TM_OK && (r.kind == PG_COPY || r.kind == PG_PREPARE) && !r.inner_sql)
+          broken("COPY or PREPARE without its query");
+        if (crc == TM_OK && r.inner_sql && r.kind != PG_COPY && r.kind != PG_PREPARE &&
+            r.kind != PG_EXECUTE)
+          broken("inner_sql outside COPY, PREPARE and EXECUTE");
+        if (crc != TM_OK && r.inner_sql) broken("inner_sql left by a refused statement");
         tm_pg__special_dispose(&r);
       }
       break;

@@ -157,7 +157,8 @@ after 1"
 assert_eq "$out" "$want" "libpq extended protocol"
 note "libpq: prepared statements, binary parameters and results, errors, cancel"
 
-# psycopg2 (its parameters are pasted in by the client; BEGIN/ROLLBACK around statements).
+# psycopg2 (its parameters are pasted in by the client; BEGIN/ROLLBACK around statements),
+# and PREPARE/EXECUTE/DEALLOCATE, whose statement's parameters the server binds.
 got=$("$PY" - "$PG_PORT" <<'PY'
 import sys, psycopg2
 c = psycopg2.connect(host="127.0.0.1", port=int(sys.argv[1]), user="tester", dbname="tidemark")
@@ -172,10 +173,22 @@ except psycopg2.Error as e:
 c.rollback()
 cur.execute("SELECT count(*) FROM events")
 print(cur.fetchone()[0])
+# Server-side parameters: a prepared statement whose $1, $2 the server binds.
+cur.execute("PREPARE q AS SELECT id, v, ts FROM events WHERE id > $1 AND v <> $2 ORDER BY id")
+cur.execute("EXECUTE q (%s, %s)", (47, "v49"))
+print([(r[0], r[1], r[2].day) for r in cur.fetchall()])
+cur.execute("EXECUTE q (%s, %s)", (49, None))
+print(cur.fetchall())
+cur.execute("DEALLOCATE q")
+try:
+    cur.execute("EXECUTE q (1, 'x')")
+except psycopg2.Error as e:
+    print("gone", e.pgcode)
+c.rollback()
 PY
 )
-assert_eq "$got" $'7 v7 10.5 False 2024-01-08T00:00:07.007000+00:00 [20, 25, 701, 16, 1184]\nrefused 25006\n50' "psycopg2"
-note "psycopg2: rows, types, a refused write"
+assert_eq "$got" $'7 v7 10.5 False 2024-01-08T00:00:07.007000+00:00 [20, 25, 701, 16, 1184]\nrefused 25006\n50\n[(48, \'v48\', 18), (50, \'v50\', 20)]\n[]\ngone 26000' "psycopg2"
+note "psycopg2: rows, types, a refused write, PREPARE/EXECUTE/DEALLOCATE"
 
 # What libpq does not send: row limits, skipping to Sync, hostile bytes, the connection cap.
 RAW="python3 $TM_SOURCE_DIR/tests/tools/pgwire_raw.py"

@@ -564,7 +564,7 @@ static int copy_out(conn_state *s, const tm_pg_special_result *sp, tm_error *err
   pthread_mutex_lock(&s->c->srv->mu);
   s->c->live = p.session;
   pthread_mutex_unlock(&s->c->srv->mu);
-  rc = tm_sql_prepare(p.session, sp->copy_sql, &p.st, err);
+  rc = tm_sql_prepare(p.session, sp->inner_sql, &p.st, err);
   size_t n = rc == TM_OK ? tm_sql_column_count(p.st) : 0, mark;
   if (rc == TM_OK) rc = tm_pg_begin(&s->out, 'H', &mark, err);
   if (rc == TM_OK) rc = tm_buf_putc(&s->out, 0, err);
@@ -615,12 +615,89 @@ static int copy_out(conn_state *s, const tm_pg_special_result *sp, tm_error *err
   return tm_pg_put_complete(&s->out, tag, err);
 }
 
+static int stmt_new(conn_state *s, const char *name, const char *sql, bool apply, bool describe,
+                    pg_stmt **out, tm_error *err);
+
+/* EXECUTE name [(args)]: the arguments evaluated by DuckDB, bound as text to the statement. */
+static int execute_prepared(conn_state *s, const tm_pg_special_result *sp, tm_error *err) {
+  pg_stmt **sp_stmt = find_stmt(s, sp->stmt_name);
+  if (!sp_stmt)
+    return tm_error_set(err, TM_EINVALID, "prepared statement \"%s\" does not exist", sp->stmt_name);
+  pg_stmt *st = *sp_stmt;
+  if (st->special.kind != PG_DUCKDB)
+    return tm_error_set(err, TM_EINVALID, "EXECUTE of a prepared %s is not supported", st->special.tag);
+  pg_portal p;
+  memset(&p, 0, sizeof p);
+  p.stmt = st;
+  int rc = TM_OK;
+  if (sp->inner_sql) {
+    tm_sql_session *ss = NULL;
+    tm_sql_stmt *args = NULL;
+    rc = tm_rt__session_take(s->rt, &ss, err);
+    if (rc == TM_OK) rc = tm_sql_prepare(ss, sp->inner_sql, &args, err);
+    if (rc == TM_OK) rc = tm_sql_step(args, err);
+    size_t n = rc == TM_OK ? tm_sql_column_count(args) : 0;
+    if (rc == TM_OK && n && !(p.params.items = tm_calloc(n, sizeof *p.params.items)))
+      rc = tm_error_nomem(err);
+    tm_buf cell = TM_BUF_INIT(TM_PG_MSG_MAX);
+    for (size_t i = 0; rc == TM_OK && i < n; i++) {
+      tm_sql_param *v = &p.params.items[i];
+      p.params.n = i + 1;
+      if (tm_sql_column_is_null(args, i)) {
+        v->kind = TM_SQL_PARAM_NULL;
+        continue;
+      }
+      tm_cell_kind kind;
+      tm_buf_clear(&cell);
+      rc = tm_sql_column_render(args, i, &cell, &kind, err);
+      if (rc == TM_OK && !(v->text = tm_malloc(cell.len + 1))) rc = tm_error_nomem(err);
+      if (rc == TM_OK) {
+        memcpy(v->text, cell.ptr ? cell.ptr : "", cell.len);
+        v->text[cell.len] = '\0';
+        v->text_len = cell.len;
+        v->kind = TM_SQL_PARAM_TEXT;
+      }
+    }
+    tm_buf_dispose(&cell);
+    tm_sql_stmt_free(args);
+    tm_rt__session_put(s->rt, ss);
+  }
+  if (rc == TM_OK && p.params.n != st->shape.n_params)
+    rc = tm_error_set(err, TM_EINVALID, "EXECUTE %s: %zu arguments for %zu parameters",
+                      sp->stmt_name, p.params.n, st->shape.n_params);
+  if (rc == TM_OK) rc = run_portal(s, &p, 0, true, err);
+  portal_stop(s, &p);
+  tm_sql_params_dispose(&p.params);
+  return rc;
+}
+
 /* Answers a special statement (SET, SHOW, BEGIN, ...) as a portal's execution. */
 static int run_special(conn_state *s, const tm_pg_special_result *sp, const bool *binary,
                        bool describe, tm_error *err) {
   switch (sp->kind) {
     case PG_EMPTY: return tm_pg_put_empty(&s->out, 'I', err);
     case PG_COPY: return copy_out(s, sp, err);
+    case PG_EXECUTE: return execute_prepared(s, sp, err);
+    case PG_DEALLOCATE:
+      if (sp->stmt_name[0] && !find_stmt(s, sp->stmt_name))
+        return tm_error_set(err, TM_EINVALID, "prepared statement \"%s\" does not exist",
+                            sp->stmt_name);
+      if (sp->stmt_name[0]) drop_stmt(s, sp->stmt_name);
+      else
+        for (size_t i = s->n_stmts; i-- > 0;)
+          if (s->stmts[i]->name[0]) drop_stmt(s, s->stmts[i]->name);
+      return tm_pg_put_complete(&s->out, sp->tag, err);
+    case PG_PREPARE: {
+      if (find_stmt(s, sp->stmt_name))
+        return tm_error_set(err, TM_EINVALID, "prepared statement \"%s\" already exists",
+                            sp->stmt_name);
+      if (s->n_stmts == MAX_STMTS)
+        return tm_error_set(err, TM_ETOOLARGE, "more than %d prepared statements", MAX_STMTS);
+      pg_stmt *st = NULL;
+      TM_TRY(stmt_new(s, sp->stmt_name, sp->inner_sql, false, true, &st, err));
+      s->stmts[s->n_stmts++] = st;
+      return tm_pg_put_complete(&s->out, sp->tag, err);
+    }
     case PG_TXN:
       if (!strcmp(sp->tag, "BEGIN") || !strcmp(sp->tag, "START TRANSACTION")) s->in_txn = true;
       else {
@@ -749,6 +826,12 @@ static int ext_parse(conn_state *s, const uint8_t *body, size_t n, tm_error *err
     return tm_error_set(err, TM_ETOOLARGE, "more than %d prepared statements", MAX_STMTS);
   pg_stmt *st = NULL;
   TM_TRY(stmt_new(s, m.name, m.query, false, true, &st, err));
+  pg_special k = st->special.kind;
+  if (k == PG_PREPARE || k == PG_EXECUTE || k == PG_DEALLOCATE) {
+    stmt_free(st);
+    return tm_error_set(err, TM_EINVALID, "PREPARE, EXECUTE and DEALLOCATE are for the simple "
+                        "query protocol: the extended protocol has Parse, Bind and Close");
+  }
   if (m.n_types) {
     st->oids = tm_calloc(m.n_types, sizeof *st->oids);
     if (!st->oids) {

@@ -52,7 +52,10 @@ typedef enum pg_special {
   PG_SET,        /* SET / RESET of a known client parameter: a no-op */
   PG_SHOW,       /* SHOW of a known parameter: one row */
   PG_TXN,        /* BEGIN / COMMIT / ROLLBACK: no-ops (every statement reads one state) */
-  PG_COPY        /* COPY (query) TO STDOUT, COPY table TO STDOUT: the query's rows as CopyData */
+  PG_COPY,       /* COPY (query) TO STDOUT, COPY table TO STDOUT: the query's rows as CopyData */
+  PG_PREPARE,    /* PREPARE name AS query: a named statement (inner_sql), as Parse makes */
+  PG_EXECUTE,    /* EXECUTE name [(args)]: inner_sql is "SELECT args" (or NULL), bound as text */
+  PG_DEALLOCATE  /* DEALLOCATE [PREPARE] name | ALL */
 } pg_special;
 
 /* The session parameters a connection reports and answers SHOW with. */
@@ -73,12 +76,14 @@ typedef struct tm_pg_special_result {
   const char *report;       /* a ParameterStatus to send (PG_SET) */
   char show_name[64];
   char show_value[128];
-  char *copy_sql;           /* owned (PG_COPY): the query whose rows are copied out */
+  char *inner_sql;          /* owned: PG_COPY the query whose rows are copied out; PG_PREPARE
+                               the statement; PG_EXECUTE "SELECT <args>" or NULL */
+  char stmt_name[64];       /* PG_PREPARE, PG_EXECUTE, PG_DEALLOCATE ("" with ALL) */
   bool copy_csv, copy_header; /* FORMAT csv, HEADER */
   char copy_delim;          /* DELIMITER: a tab for text, a comma for csv unless given */
 } tm_pg_special_result;
 
-/** Frees what a classification owns (copy_sql). */
+/** Frees what a classification owns (inner_sql). */
 void tm_pg__special_dispose(tm_pg_special_result *r);
 
 int tm_pg__classify(const char *sql, tm_pg_params *p, bool apply, tm_pg_special_result *out,

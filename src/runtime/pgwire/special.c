@@ -167,8 +167,8 @@ static int set_param(tm_pg_params *p, const char *name, const char *value, bool 
 }
 
 void tm_pg__special_dispose(tm_pg_special_result *r) {
-  tm_free(r->copy_sql);
-  r->copy_sql = NULL;
+  tm_free(r->inner_sql);
+  r->inner_sql = NULL;
 }
 
 /* Past a '(' at p: the matching ')' outside strings and quoted names, or NULL. */
@@ -278,9 +278,58 @@ static int classify_copy(const char *rest, tm_pg_special_result *out, tm_error *
       if (!q) return tm_error_nomem(err);
     }
   }
-  out->copy_sql = q;
+  out->inner_sql = q;
   out->kind = PG_COPY;
   snprintf(out->tag, sizeof out->tag, "COPY");
+  return TM_OK;
+}
+
+/*
+ * PREPARE name AS query, EXECUTE name [(arg, ...)], DEALLOCATE [PREPARE]
+ * name | ALL: prepared statements in SQL, as psycopg2 and other clients that
+ * paste values use them; the statement's $1, $2, ... are bound, not pasted.
+ */
+static int classify_prepared(const char *verb, const char *rest, tm_pg_special_result *out,
+                             tm_error *err) {
+  char w[64];
+  const char *p = word(rest, out->stmt_name, sizeof out->stmt_name);
+  if (verb[0] == 'd') {
+    if (!strcmp(out->stmt_name, "prepare")) p = word(p, out->stmt_name, sizeof out->stmt_name);
+    if (!out->stmt_name[0] || !only_blank(p))
+      return tm_error_set(err, TM_EINVALID, "DEALLOCATE: expected a statement name or ALL");
+    out->kind = PG_DEALLOCATE;
+    bool all = !strcmp(out->stmt_name, "all");
+    if (all) out->stmt_name[0] = '\0';
+    snprintf(out->tag, sizeof out->tag, "%s", all ? "DEALLOCATE ALL" : "DEALLOCATE");
+    return TM_OK;
+  }
+  if (!out->stmt_name[0])
+    return tm_error_set(err, TM_EINVALID, "%s: expected a statement name",
+                        verb[0] == 'p' ? "PREPARE" : "EXECUTE");
+  p = skip_blank(p);
+  if (verb[0] == 'p') {
+    if (*p == '(')
+      return tm_error_set(err, TM_EINVALID, "PREPARE with parameter types is not supported: "
+                          "write casts in the statement ($1::INTEGER)");
+    const char *q = word(p, w, sizeof w);
+    if (strcmp(w, "as") != 0) return tm_error_set(err, TM_EINVALID, "PREPARE: expected AS");
+    q = skip_blank(q);
+    size_t n = strlen(q);
+    while (n && (q[n - 1] == ';' || q[n - 1] == ' ' || q[n - 1] == '\n')) n--;
+    if (!(out->inner_sql = tm_asprintf("%.*s", (int)n, q))) return tm_error_nomem(err);
+    out->kind = PG_PREPARE;
+    snprintf(out->tag, sizeof out->tag, "PREPARE");
+    return TM_OK;
+  }
+  if (*p == '(') {
+    const char *e = close_paren(p);
+    if (!e || !only_blank(e + 1)) return tm_error_set(err, TM_EINVALID, "EXECUTE: malformed arguments");
+    if (!(out->inner_sql = tm_asprintf("SELECT %.*s", (int)(e - p - 1), p + 1)))
+      return tm_error_nomem(err);
+  } else if (!only_blank(p)) {
+    return tm_error_set(err, TM_EINVALID, "EXECUTE: expected (arguments)");
+  }
+  out->kind = PG_EXECUTE;
   return TM_OK;
 }
 
@@ -310,6 +359,8 @@ int tm_pg__classify(const char *sql, tm_pg_params *p, bool apply, tm_pg_special_
     return TM_OK;
   }
   if (!strcmp(w, "copy")) return classify_copy(rest, out, err);
+  if (!strcmp(w, "prepare") || !strcmp(w, "execute") || !strcmp(w, "deallocate"))
+    return classify_prepared(w, rest, out, err);
   if (!strcmp(w, "show")) {
     const char *after = word(rest, name, sizeof name);
     if (!strcmp(name, "transaction")) { /* SHOW TRANSACTION ISOLATION LEVEL */
@@ -388,6 +439,8 @@ const char *tm_pg__sqlstate(int rc, const char *message) {
       if (strstr(m, "queries are read-only")) return "25006"; /* read_only_sql_transaction */
       if (strstr(m, "queries only read the datasets")) return "42501"; /* insufficient_privilege */
       if (strstr(m, "unrecognized configuration parameter")) return "42704";
+      if (strstr(m, "prepared statement \"") && strstr(m, "does not exist")) return "26000";
+      if (strstr(m, "prepared statement \"") && strstr(m, "already exists")) return "42P05";
       if (!strncmp(m, "SET ", 4)) return "22023"; /* invalid_parameter_value */
       if (!strncmp(m, "Parser Error", 12)) return "42601"; /* syntax_error */
       if (!strncmp(m, "Catalog Error", 13)) {

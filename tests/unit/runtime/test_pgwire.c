@@ -5,7 +5,7 @@
  * framing, MD5 against a value computed by Python's hashlib, a SCRAM-SHA-256
  * exchange driven by a client written here from RFC 5802 (right key, wrong
  * key, a tampered nonce, channel binding asked for), statement
- * classification (SET, SHOW, COPY ... TO STDOUT, BEGIN) and binary Bind
+ * classification (SET, SHOW, COPY ... TO STDOUT, BEGIN, PREPARE/EXECUTE) and binary Bind
  * values by type.
  */
 #include <openssl/evp.h>
@@ -252,18 +252,34 @@ TM_TEST(pgwire_classifies_session_statements) {
   TM_ASSERT_OK(tm_pg__classify("COPY (SELECT ')' AS \"a)\") TO STDOUT WITH (FORMAT csv, HEADER, "
                                "DELIMITER ';')", &p, true, &r, &err), &err);
   TM_ASSERT_INT_EQ(r.kind, PG_COPY);
-  TM_ASSERT_STR_EQ(r.copy_sql, "SELECT ')' AS \"a)\"");
+  TM_ASSERT_STR_EQ(r.inner_sql, "SELECT ')' AS \"a)\"");
   TM_ASSERT(r.copy_csv && r.copy_header);
   TM_ASSERT_INT_EQ(r.copy_delim, ';');
   tm_pg__special_dispose(&r);
   TM_ASSERT_OK(tm_pg__classify("copy events (id, v) to stdout", &p, true, &r, &err), &err);
-  TM_ASSERT_STR_EQ(r.copy_sql, "SELECT id, v FROM events ");
+  TM_ASSERT_STR_EQ(r.inner_sql, "SELECT id, v FROM events ");
   TM_ASSERT_INT_EQ(r.copy_delim, '\t');
   tm_pg__special_dispose(&r);
   TM_ASSERT_OK(tm_pg__classify("COPY events TO '/tmp/x'", &p, true, &r, &err), &err);
   TM_ASSERT_INT_EQ(r.kind, PG_DUCKDB); /* left to the gate, which refuses COPY */
   TM_ASSERT_RC(tm_pg__classify("COPY (SELECT 1) TO STDOUT (FORMAT binary)", &p, true, &r, &err),
                TM_EINVALID);
+  TM_ASSERT_OK(tm_pg__classify("PREPARE Q AS SELECT $1::int;", &p, true, &r, &err), &err);
+  TM_ASSERT_INT_EQ(r.kind, PG_PREPARE);
+  TM_ASSERT_STR_EQ(r.stmt_name, "q");
+  TM_ASSERT_STR_EQ(r.inner_sql, "SELECT $1::int");
+  tm_pg__special_dispose(&r);
+  TM_ASSERT_RC(tm_pg__classify("PREPARE q (int) AS SELECT $1", &p, true, &r, &err), TM_EINVALID);
+  TM_ASSERT_OK(tm_pg__classify("EXECUTE q (1, 'a,b', (2))", &p, true, &r, &err), &err);
+  TM_ASSERT_INT_EQ(r.kind, PG_EXECUTE);
+  TM_ASSERT_STR_EQ(r.inner_sql, "SELECT 1, 'a,b', (2)");
+  tm_pg__special_dispose(&r);
+  TM_ASSERT_OK(tm_pg__classify("execute q", &p, true, &r, &err), &err);
+  TM_ASSERT(r.inner_sql == NULL);
+  TM_ASSERT_OK(tm_pg__classify("DEALLOCATE PREPARE ALL", &p, true, &r, &err), &err);
+  TM_ASSERT_INT_EQ(r.kind, PG_DEALLOCATE);
+  TM_ASSERT_STR_EQ(r.stmt_name, "");
+  TM_ASSERT_STR_EQ(r.tag, "DEALLOCATE ALL");
 }
 
 TM_TEST(pgwire_binary_bind_values) {
