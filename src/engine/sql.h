@@ -264,6 +264,8 @@ typedef struct tm_sql_shape {
   size_t n_cols;
   char **col_names;         /* owned, n_cols owned strings */
   tm_sql_type *col_types;   /* owned, n_cols */
+  bool cols_unknown;        /* the columns depend on parameters DuckDB cannot type before they
+                               are bound ($1 || 'x'): n_cols is 0; they are known once it runs */
 } tm_sql_shape;
 
 /**

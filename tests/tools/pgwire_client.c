@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
 
   /* untyped: DuckDB types the parameters from the statement; binary results follow the bound types. */
   const char *uv[2] = {"41", "x"};
-  r = PQexecParams(conn, "SELECT $1::int + 1 AS a, $2 AS b, [1, 2] AS c", 2, NULL, uv, NULL, NULL, 1);
+  r = PQexecParams(conn, "SELECT $1::int + 1 AS a, $2 || '' AS b, [1, 2] AS c", 2, NULL, uv, NULL, NULL, 1);
   if (PQresultStatus(r) != PGRES_TUPLES_OK) die("untyped", r);
   printf("untyped %u %u %u", PQftype(r, 0), PQftype(r, 1), PQftype(r, 2));
   print_result("", r, 1);

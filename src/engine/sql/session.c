@@ -691,6 +691,15 @@ int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_er
     sh.param_types[i] = lt ? tm_sql__kind(lt) : TM_SQLT_OTHER;
     if (lt) duckdb_destroy_logical_type(&lt);
   }
+  if (rc == TM_OK && sh.n_cols == 1) {
+    /* DuckDB answers one column of type INVALID when a column's type waits for the values. */
+    duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, 0);
+    if (lt && duckdb_get_type_id(lt) == DUCKDB_TYPE_INVALID) {
+      sh.cols_unknown = true;
+      sh.n_cols = 0;
+    }
+    if (lt) duckdb_destroy_logical_type(&lt);
+  }
   for (size_t i = 0; rc == TM_OK && i < sh.n_cols; i++) {
     const char *name = duckdb_prepared_statement_column_name(ps, (idx_t)i); /* duckdb_free */
     if (!(sh.col_names[i] = tm_strdup(name ? name : ""))) rc = tm_error_nomem(err);

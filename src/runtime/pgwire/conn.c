@@ -876,6 +876,7 @@ static int ext_bind(conn_state *s, const uint8_t *body, size_t n, tm_error *err)
     }
   }
   size_t n_cols = st && st->special.kind == PG_DUCKDB ? st->shape.n_cols : 1;
+  if (st && st->shape.cols_unknown && b.n_rformats > 1) n_cols = b.n_rformats;
   if (rc == TM_OK) {
     p->n_binary = n_cols;
     if (!(p->binary = tm_calloc(n_cols ? n_cols : 1, sizeof *p->binary))) rc = tm_error_nomem(err);
@@ -929,8 +930,7 @@ static int ext_describe(conn_state *s, const uint8_t *body, size_t n, tm_error *
     tm_sql_type kinds[1] = {TM_SQLT_TEXT};
     return row_description(s, 1, names, kinds, binary, err);
   }
-  if (st->special.kind != PG_DUCKDB || st->shape.n_cols == 0) return tm_pg_put_empty(&s->out, 'n', err);
-  if (kind == 'P') {
+  if (kind == 'P' && st->special.kind == PG_DUCKDB) {
     /* The portal's columns as they will be sent: its statement starts now (DuckDB streams it
      * from the next Execute), so that the types described are the bound statement's. */
     pg_portal *p = *find_portal(s, name);
@@ -948,8 +948,12 @@ static int ext_describe(conn_state *s, const uint8_t *body, size_t n, tm_error *
       p->binary = b;
       p->n_binary = nc;
     }
+    if (p->st && tm_sql_column_count(p->st) == 0) return tm_pg_put_empty(&s->out, 'n', err);
     if (p->st) return describe_running(s, p->st, p->binary, err);
   }
+  /* A statement's columns, as DuckDB knows them before binding (none: NoData; columns that wait
+   * for the parameters' types are described by Describe of the portal). */
+  if (st->special.kind != PG_DUCKDB || st->shape.n_cols == 0) return tm_pg_put_empty(&s->out, 'n', err);
   return row_description(s, st->shape.n_cols, (const char *const *)st->shape.col_names,
                          st->shape.col_types, binary, err);
 }
