@@ -626,6 +626,7 @@ void tm_runtime_stop(tm_runtime *rt) {
   /* Stop accepting; requests in progress finish meanwhile. */
   tm_http_server_quiesce(rt->http);
   tm_http_server_quiesce(rt->metrics_http);
+  tm_pg_server_quiesce(rt->pg);
   tm_rt__sched_stop(rt);
   /* Queries still running end now (their connections close), so that the
    * HTTP threads can be joined without waiting for the query timeout. */

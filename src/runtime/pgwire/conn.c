@@ -390,6 +390,14 @@ static void close_portals(conn_state *s) {
 static void statement_error(conn_state *s, int rc, const tm_error *e) {
   const char *msg = e->message[0] ? e->message : tm_code_name(rc);
   char buf[TM_ERROR_MESSAGE_MAX + 64];
+  pthread_mutex_lock(&s->c->srv->mu);
+  bool stopping = s->c->srv->stopping;
+  pthread_mutex_unlock(&s->c->srv->mu);
+  if (rc == TM_ECANCELLED && stopping) {
+    /* The server stops: its statements were interrupted, the connection goes. */
+    send_error(s, "FATAL", "57P01", "terminating connection due to administrator command");
+    return;
+  }
   if (rc == TM_ECANCELLED) snprintf(buf, sizeof buf, "canceling statement due to user request");
   else snprintf(buf, sizeof buf, "%s", msg);
   send_error(s, "ERROR", tm_pg__sqlstate(rc, msg), buf);

@@ -41,6 +41,12 @@ typedef struct tm_pg_options {
  */
 int tm_pg_server_start(tm_pg_server **out, struct tm_runtime *rt, const tm_pg_options *o,
                        tm_error *err) TM_WARN_UNUSED;
+/**
+ * Stops accepting: new connections are closed, and a statement interrupted
+ * from now on ends its connection with 57P01 (the server is stopping).
+ * NULL is a no-op.
+ */
+void tm_pg_server_quiesce(tm_pg_server *s);
 /** The bound port (0 for NULL). */
 int tm_pg_server_port(const tm_pg_server *s);
 /**

@@ -177,6 +177,13 @@ int tm_pg_server_start(tm_pg_server **out, struct tm_runtime *rt, const tm_pg_op
 
 int tm_pg_server_port(const tm_pg_server *s) { return s ? s->port : 0; }
 
+void tm_pg_server_quiesce(tm_pg_server *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = true;
+  pthread_mutex_unlock(&s->mu);
+}
+
 void tm_pg_server_free(tm_pg_server *s) {
   if (!s) return;
   pthread_mutex_lock(&s->mu);
