@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/sqlsplit.h"
+#include "util/sqlsplit.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 

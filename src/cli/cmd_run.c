@@ -29,6 +29,10 @@ static const tm_cli_opt k_opts[] = {
     {"http", 0, "ADDR", "HTTP API address (default 127.0.0.1:8090; port 0 picks a free one)"},
     {"metrics", 0, "ADDR", "Prometheus metrics address (default 127.0.0.1:9090; off: none)"},
     {"api-key", 0, "KEY", "require this key on every endpoint but /health (or TIDEMARK_API_KEY)"},
+    {"pg", 0, "ADDR", "PostgreSQL wire protocol address (default off; a port alone: loopback)"},
+    {"pg-auth", 0, "METHOD", "its password method with API keys: scram-sha-256 (default), md5, "
+                            "password"},
+    {"pg-max-connections", 0, "N", "its connections at once (default 64)"},
     {"refresh-workers", 0, "N", "refresh worker threads (default min(4, datasets))"},
     {"query-timeout", 0, "DURATION", "limit of one /v1/sql statement (default 30s)"},
     {"query-slots", 0, "N", "queries running at once (default one per CPU, at least 2)"},
@@ -96,11 +100,14 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   o.http_addr = tm_cli_get(cmd, args, "http");
   o.metrics_addr = tm_cli_get(cmd, args, "metrics");
   o.api_key = tm_cli_get(cmd, args, "api-key");
+  o.pg_addr = tm_cli_get(cmd, args, "pg");
+  o.pg_auth = tm_cli_get(cmd, args, "pg-auth");
   if (!o.api_key) o.api_key = getenv("TIDEMARK_API_KEY");
   const char *v;
   int code = TM_EXIT_OK;
   if ((code = parse_count(cmd, args, "refresh-workers", 1, 1024, &o.refresh_workers)) ||
       (code = parse_count(cmd, args, "query-slots", 1, 256, &o.query_slots)) ||
+      (code = parse_count(cmd, args, "pg-max-connections", 1, 4096, &o.pg_max_connections)) ||
       (code = parse_count(cmd, args, "query-queue", 0, 65536, &o.query_queue)) ||
       (code = parse_count(cmd, args, "max-connections", 8, 16384, &o.max_connections)) ||
       (code = parse_count(cmd, args, "max-connections-per-client", 1, 16384,

@@ -18,7 +18,7 @@
 #include "cli/cli.h"
 #include "cli/edit.h"
 #include "cli/repl.h"
-#include "cli/sqlsplit.h"
+#include "util/sqlsplit.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/time.h"

@@ -137,7 +137,8 @@ typedef enum tm_sql_param_kind {
   TM_SQL_PARAM_BOOL,   /* b */
   TM_SQL_PARAM_INT,    /* i: BIGINT */
   TM_SQL_PARAM_DOUBLE, /* d: DOUBLE */
-  TM_SQL_PARAM_TEXT    /* text, text_len: VARCHAR (UTF-8) */
+  TM_SQL_PARAM_TEXT,   /* text, text_len: VARCHAR (UTF-8) */
+  TM_SQL_PARAM_BLOB    /* text, text_len: BLOB (any bytes; the PostgreSQL wire protocol's bytea) */
 } tm_sql_param_kind;
 
 typedef struct tm_sql_param {
@@ -146,7 +147,7 @@ typedef struct tm_sql_param {
   bool b;
   int64_t i;
   double d;
-  char *text;             /* owned (TEXT) */
+  char *text;             /* owned (TEXT, BLOB) */
   size_t text_len;
 } tm_sql_param;
 
@@ -213,6 +214,70 @@ int tm_sql_column_arrow_type(const tm_sql_stmt *st, size_t i, tm_buf *out, tm_er
     TM_WARN_UNUSED;
 /** Finalizes the statement. NULL is a no-op. */
 void tm_sql_stmt_free(tm_sql_stmt *st);
+
+/*
+ * Typed access, for clients that type their values (the PostgreSQL wire
+ * protocol, runtime/pgwire): DuckDB's types folded into the kinds such a
+ * client tells apart (sql/cell.c says which DuckDB type is which kind).
+ */
+typedef enum tm_sql_type {
+  TM_SQLT_OTHER = 0,   /* shown as its rendered text (BIT, SQLNULL, ...) */
+  TM_SQLT_BOOL,        /* value: i 0 or 1 */
+  TM_SQLT_INT16,       /* TINYINT, UTINYINT, SMALLINT; value: i */
+  TM_SQLT_INT32,       /* USMALLINT, INTEGER; value: i */
+  TM_SQLT_INT64,       /* UINTEGER, BIGINT; value: i */
+  TM_SQLT_NUMERIC,     /* DECIMAL, UBIGINT, HUGEINT, UHUGEINT: exact, rendered text only */
+  TM_SQLT_FLOAT32,     /* value: d */
+  TM_SQLT_FLOAT64,     /* value: d */
+  TM_SQLT_TEXT,        /* VARCHAR (value: ptr, len), ENUM (rendered text only) */
+  TM_SQLT_BLOB,        /* value: ptr, len */
+  TM_SQLT_DATE,        /* value: i days since 1970-01-01; INT32_MAX / -INT32_MAX: +-infinity */
+  TM_SQLT_TIME,        /* TIME, TIME_NS; value: i microseconds since midnight */
+  TM_SQLT_TIMETZ,      /* rendered text only */
+  TM_SQLT_TIMESTAMP,   /* any unit; value: i microseconds since the epoch; +-INT64_MAX: +-infinity */
+  TM_SQLT_TIMESTAMPTZ, /* as TIMESTAMP, UTC */
+  TM_SQLT_UUID,        /* rendered text only */
+  TM_SQLT_INTERVAL,    /* rendered text only */
+  TM_SQLT_NESTED       /* LIST, ARRAY, STRUCT, MAP, UNION: rendered JSON text only */
+} tm_sql_type;
+
+/** A cell's value, for the kinds tm_sql_type says have one. ptr: valid until the next step. */
+typedef struct tm_sql_value {
+  int64_t i;
+  double d;
+  const char *ptr;
+  size_t len;
+} tm_sql_value;
+
+/** The kind of result column i (TM_SQLT_OTHER past the last column). */
+tm_sql_type tm_sql_column_type(const tm_sql_stmt *st, size_t i);
+/**
+ * The current row's cell i as a value (the cell is not NULL). false when the
+ * column's kind has no value form (see tm_sql_type): render it instead.
+ */
+bool tm_sql_column_value(const tm_sql_stmt *st, size_t i, tm_sql_value *out);
+
+/** A statement's parameters and result columns, known before it runs. */
+typedef struct tm_sql_shape {
+  size_t n_params;
+  tm_sql_type *param_types; /* owned, n_params; TM_SQLT_OTHER when DuckDB cannot tell */
+  size_t n_cols;
+  char **col_names;         /* owned, n_cols owned strings */
+  tm_sql_type *col_types;   /* owned, n_cols */
+  bool cols_unknown;        /* the columns depend on parameters DuckDB cannot type before they
+                               are bound ($1 || 'x'): n_cols is 0; they are known once it runs */
+} tm_sql_shape;
+
+/**
+ * Checks sql as tm_sql_prepare does (the gate: one read-only statement) and
+ * describes it without running it: the number and kinds of its parameters
+ * ($1, $2, ...) and its result columns. out is initialised by the call;
+ * release with tm_sql_shape_dispose. Errors: tm_sql_prepare's.
+ */
+int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_error *err)
+    TM_WARN_UNUSED;
+/** Frees what a shape owns and empties it. */
+void tm_sql_shape_dispose(tm_sql_shape *sh);
 
 /**
  * Spice's error code for a query that failed with rc and message (what

@@ -18,6 +18,7 @@
 #include "io/io.h"
 
 #include "runtime/http/http.h"
+#include "runtime/pgwire/pgwire.h"
 #include "runtime/query/pool.h"
 #include "runtime/runtime_int.h"
 #include "util/alloc.h"
@@ -379,6 +380,8 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
     const char *k = flag_key ? (i == 0 ? rt->opts.api_key : cfg->api_keys[i - 1]) : cfg->api_keys[i];
     if ((rt->api_keys[i] = dup_or_null(k, &oom))) rt->n_api_keys = i + 1;
   }
+  if (rt->opts.pg_addr) rt->pg_addr = dup_or_null(rt->opts.pg_addr, &oom);
+  rt->opts.pg_addr = rt->pg_addr;
   rt->opts.http_addr = rt->http_addr;
   rt->opts.metrics_addr = rt->metrics_addr;
   rt->opts.api_key = NULL; /* the caller's string: rt->api_keys holds a copy */
@@ -404,6 +407,12 @@ int tm_runtime_new(tm_runtime **out, const tm_config *cfg, const tm_runtime_opti
   if (rc == TM_OK) rc = tm_http_parse_addr(rt->http_addr, &ss, &len, &lb, err);
   if (rc == TM_OK && strcmp(rt->metrics_addr, "off") != 0)
     rc = tm_http_parse_addr(rt->metrics_addr, &ss, &len, &lb, err);
+  if (rc == TM_OK && rt->pg_addr) rc = tm_http_parse_addr(rt->pg_addr, &ss, &len, &lb, err);
+  if (rc == TM_OK && rt->opts.pg_auth && !tm_pg_auth_parse(rt->opts.pg_auth, &rt->pg_auth))
+    rc = tm_error_set(err, TM_EINVALID,
+                      "bad PostgreSQL password method '%s' (scram-sha-256, md5 or password)",
+                      rt->opts.pg_auth);
+  rt->opts.pg_auth = NULL; /* the caller's string: rt->pg_auth holds what it named */
   if (rc == TM_OK && !(rt->metrics = tm_metrics_new())) rc = tm_error_nomem(err);
   if (rc == TM_OK) rc = register_metrics(rt, err);
   if (rc == TM_OK) rc = take_server_lock(rt, err);
@@ -561,6 +570,22 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
       return rc;
     }
   }
+  if (rt->pg_addr) {
+    tm_pg_options po;
+    memset(&po, 0, sizeof po);
+    po.addr = rt->pg_addr;
+    po.max_connections = rt->opts.pg_max_connections;
+    po.auth = rt->pg_auth;
+    int rc = tm_pg_server_start(&rt->pg, rt, &po, err);
+    if (rc != TM_OK) {
+      tm_http_server_free(rt->metrics_http);
+      tm_http_server_free(rt->http);
+      rt->metrics_http = rt->http = NULL;
+      tm_qpool_free(rt->queries);
+      rt->queries = NULL;
+      return rc;
+    }
+  }
   pthread_mutex_lock(&rt->mu);
   snprintf(rt->http_endpoint, sizeof rt->http_endpoint, "%s", tm_http_server_endpoint(rt->http));
   snprintf(rt->metrics_endpoint, sizeof rt->metrics_endpoint, "%s",
@@ -568,6 +593,8 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
   pthread_mutex_unlock(&rt->mu);
   int rc = tm_rt__sched_start(rt, err);
   if (rc != TM_OK) {
+    tm_pg_server_free(rt->pg);
+    rt->pg = NULL;
     tm_http_server_free(rt->metrics_http);
     tm_http_server_free(rt->http);
     rt->metrics_http = rt->http = NULL;
@@ -585,6 +612,7 @@ int tm_runtime_start(tm_runtime *rt, tm_error *err) {
 int tm_runtime_port(tm_runtime *rt, const char *which) {
   if (strcmp(which, "http") == 0) return tm_http_server_port(rt->http);
   if (strcmp(which, "metrics") == 0) return tm_http_server_port(rt->metrics_http);
+  if (strcmp(which, "pg") == 0) return tm_pg_server_port(rt->pg);
   return 0;
 }
 
@@ -598,10 +626,13 @@ void tm_runtime_stop(tm_runtime *rt) {
   /* Stop accepting; requests in progress finish meanwhile. */
   tm_http_server_quiesce(rt->http);
   tm_http_server_quiesce(rt->metrics_http);
+  tm_pg_server_quiesce(rt->pg);
   tm_rt__sched_stop(rt);
   /* Queries still running end now (their connections close), so that the
    * HTTP threads can be joined without waiting for the query timeout. */
   tm_rt__sessions_interrupt(rt);
+  tm_pg_server_free(rt->pg);
+  rt->pg = NULL;
   tm_http_server_free(rt->http);
   tm_http_server_free(rt->metrics_http);
   rt->http = rt->metrics_http = NULL;
@@ -635,6 +666,7 @@ void tm_runtime_free(tm_runtime *rt) {
   tm_metrics_free(rt->metrics);
   tm_free(rt->http_addr);
   tm_free(rt->metrics_addr);
+  tm_free(rt->pg_addr);
   for (size_t i = 0; i < rt->n_api_keys; i++) {
     tm_wipe(rt->api_keys[i], strlen(rt->api_keys[i]));
     tm_free(rt->api_keys[i]);

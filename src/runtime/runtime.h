@@ -51,6 +51,11 @@ typedef struct tm_runtime_options {
   int max_connections_per_client; /* from one address; 0: a quarter of max_connections */
   int64_t request_timeout_ms; /* a request's head and body must arrive within; 0: 10 s */
   size_t max_sql_bytes;      /* /v1/sql body limit; 0: 1 MiB */
+  const char *pg_addr;       /* PostgreSQL wire protocol address (runtime/pgwire/pgwire.h),
+                                same forms as http_addr; NULL: off */
+  const char *pg_auth;       /* its password method with API keys: "scram-sha-256" (NULL),
+                                "md5" or "password" */
+  int pg_max_connections;    /* its connections at once; 0: 64 */
   int64_t retry_base_ms;     /* first retry delay (C4); 0: 1 s; doubles up to retry_max_ms */
   int64_t retry_max_ms;      /* 0: 5 min */
   /*
@@ -97,7 +102,8 @@ bool tm_runtime_fatal(tm_runtime *rt, char *why, size_t cap);
 /** Every dataset is ready to serve (SPEC C1; what GET /v1/ready answers). */
 bool tm_runtime_ready(tm_runtime *rt);
 
-/** The bound port of the HTTP API (which = "http") or metrics ("metrics"); 0 if none. */
+/** The bound port of the HTTP API (which = "http"), metrics ("metrics") or the PostgreSQL
+ * wire protocol ("pg"); 0 if none. */
 int tm_runtime_port(tm_runtime *rt, const char *which);
 
 /**

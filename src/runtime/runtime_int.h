@@ -20,6 +20,7 @@
 #include "objstore/objstore.h"
 #include "refresh/accel.h"
 #include "runtime/http/http.h"
+#include "runtime/pgwire/auth.h"
 #include "runtime/runtime.h"
 #include "util/metrics.h"
 
@@ -94,6 +95,9 @@ struct tm_runtime {
   struct tm_qpool *queries;     /* owned: the query slots (query/pool.h) */
   tm_http_server *http;         /* owned: the API */
   tm_http_server *metrics_http; /* owned: /metrics, or NULL */
+  struct tm_pg_server *pg;      /* owned: the PostgreSQL wire protocol, or NULL (pgwire/) */
+  char *pg_addr;                /* owned copy of opts.pg_addr, or NULL */
+  tm_pg_auth pg_auth;           /* its password method (opts.pg_auth) */
   tm_objstore *snap_store;      /* owned: the snapshot location, or NULL when disabled */
   char *snap_prefix;            /* owned: key prefix inside snap_store */
 };

@@ -155,6 +155,9 @@ static int bind_one(duckdb_prepared_statement ps, idx_t at, const tm_sql_param *
     case TM_SQL_PARAM_DOUBLE:
       st = duckdb_bind_double(ps, at, v->d);
       break;
+    case TM_SQL_PARAM_BLOB:
+      st = duckdb_bind_blob(ps, at, v->text ? v->text : "", v->text_len);
+      break;
     default:
       st = duckdb_bind_varchar_length(ps, at, v->text ? v->text : "", v->text_len);
       break;

@@ -650,6 +650,73 @@ int tm_sql_column_render(tm_sql_stmt *q, size_t i, tm_buf *out, tm_cell_kind *ki
   return tm_sql__render(duckdb_data_chunk_get_vector(q->chunk, i), q->types[i], q->row, out, kind, err);
 }
 
+tm_sql_type tm_sql_column_type(const tm_sql_stmt *q, size_t i) {
+  return i < q->n_cols ? tm_sql__kind(q->types[i]) : TM_SQLT_OTHER;
+}
+
+bool tm_sql_column_value(const tm_sql_stmt *q, size_t i, tm_sql_value *out) {
+  if (!q->chunk || i >= q->n_cols) return false;
+  return tm_sql__value(duckdb_data_chunk_get_vector(q->chunk, i), q->types[i], q->row, out);
+}
+
+void tm_sql_shape_dispose(tm_sql_shape *sh) {
+  if (!sh) return;
+  for (size_t i = 0; sh->col_names && i < sh->n_cols; i++) tm_free(sh->col_names[i]);
+  tm_free(sh->col_names);
+  tm_free(sh->col_types);
+  tm_free(sh->param_types);
+  memset(sh, 0, sizeof *sh);
+}
+
+int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_error *err) {
+  memset(out, 0, sizeof *out);
+  if (s->open) return tm_error_set(err, TM_ECONFLICT, "the session is running another statement");
+  duckdb_prepared_statement ps = NULL;
+  json_t *ast = NULL;
+  tm_sql_shape sh;
+  memset(&sh, 0, sizeof sh);
+  int rc = tm_sql__gate(s->conn, sql, &ps, &ast, err);
+  json_decref(ast);
+  if (rc == TM_OK) {
+    sh.n_params = (size_t)duckdb_nparams(ps);
+    sh.n_cols = (size_t)duckdb_prepared_statement_column_count(ps);
+    sh.param_types = tm_calloc(sh.n_params ? sh.n_params : 1, sizeof *sh.param_types);
+    sh.col_types = tm_calloc(sh.n_cols ? sh.n_cols : 1, sizeof *sh.col_types);
+    sh.col_names = tm_calloc(sh.n_cols ? sh.n_cols : 1, sizeof *sh.col_names);
+    if (!sh.param_types || !sh.col_types || !sh.col_names) rc = tm_error_nomem(err);
+  }
+  for (size_t i = 0; rc == TM_OK && i < sh.n_params; i++) {
+    /* DuckDB numbers parameters from 1; one it cannot type yet is ANY (OTHER). */
+    duckdb_logical_type lt = duckdb_param_logical_type(ps, (idx_t)i + 1);
+    sh.param_types[i] = lt ? tm_sql__kind(lt) : TM_SQLT_OTHER;
+    if (lt) duckdb_destroy_logical_type(&lt);
+  }
+  if (rc == TM_OK && sh.n_cols == 1) {
+    /* DuckDB answers one column of type INVALID when a column's type waits for the values. */
+    duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, 0);
+    if (lt && duckdb_get_type_id(lt) == DUCKDB_TYPE_INVALID) {
+      sh.cols_unknown = true;
+      sh.n_cols = 0;
+    }
+    if (lt) duckdb_destroy_logical_type(&lt);
+  }
+  for (size_t i = 0; rc == TM_OK && i < sh.n_cols; i++) {
+    const char *name = duckdb_prepared_statement_column_name(ps, (idx_t)i); /* duckdb_free */
+    if (!(sh.col_names[i] = tm_strdup(name ? name : ""))) rc = tm_error_nomem(err);
+    if (name) duckdb_free((void *)name);
+    duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, (idx_t)i);
+    sh.col_types[i] = lt ? tm_sql__kind(lt) : TM_SQLT_OTHER;
+    if (lt) duckdb_destroy_logical_type(&lt);
+  }
+  if (ps) duckdb_destroy_prepare(&ps);
+  if (rc != TM_OK) {
+    tm_sql_shape_dispose(&sh);
+    return rc;
+  }
+  *out = sh;
+  return TM_OK;
+}
+
 int tm_sql_query(tm_sql_session *s, const char *sql, tm_out_format format, tm_out_sink_fn sink,
                  void *payload, tm_sql_result_info *info, tm_error *err) {
   tm_sql_stmt *q;

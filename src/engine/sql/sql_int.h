@@ -45,6 +45,11 @@ bool tm_sql__function_allowed(const char *name);
 int tm_sql__render(duckdb_vector v, duckdb_logical_type lt, idx_t row, tm_buf *out,
                    tm_cell_kind *kind, tm_error *err) TM_WARN_UNUSED;
 
+/* cell.c: the kind of DuckDB type lt (sql.h, tm_sql_type). */
+tm_sql_type tm_sql__kind(duckdb_logical_type lt);
+/* cell.c: row `row` of vector v (of type lt, not NULL there) as a value; false: no value form. */
+bool tm_sql__value(duckdb_vector v, duckdb_logical_type lt, idx_t row, tm_sql_value *out);
+
 /*
  * pushdown.c: the conjuncts of the WHERE clauses in ast that filter the
  * relation `name` (of columns schema) alone, as predicate terms added to out:

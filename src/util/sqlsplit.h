@@ -1,6 +1,7 @@
 /*
  * sqlsplit.h - splits SQL text typed or piped into `tidemark sql` into
- * statements (cli layer; SPEC 1.2).
+ * statements (util layer; SPEC 1.2; also the
+ * PostgreSQL wire protocol's simple queries, runtime/pgwire).
  *
  * Text arrives in pieces (a line at a time); a statement ends at a `;`
  * outside a string or comment, as in psql. The lexer knows DuckDB's
@@ -12,8 +13,8 @@
  * nothing). It never judges the SQL itself: DuckDB does that, and the
  * read-only gate after it.
  */
-#ifndef TM_CLI_SQLSPLIT_H
-#define TM_CLI_SQLSPLIT_H
+#ifndef TM_UTIL_SQLSPLIT_H
+#define TM_UTIL_SQLSPLIT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * sqlsplit.c - statements out of SQL text fed in pieces (cli layer; see
+ * sqlsplit.c - statements out of SQL text fed in pieces (util layer; see
  * sqlsplit.h).
  *
  * A small lexer walks the buffer once, remembering its state between
@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "cli/sqlsplit.h"
+#include "util/sqlsplit.h"
 #include "util/alloc.h"
 
 enum {

@@ -1,9 +1,9 @@
 /*
- * Unit tests for cli/sqlsplit: statements out of text fed in pieces.
+ * Unit tests for util/sqlsplit: statements out of text fed in pieces.
  * Every case is also fed one byte at a time and in lines, and must split the
  * same way: the lexer's state crosses any boundary.
  */
-#include "cli/sqlsplit.h"
+#include "util/sqlsplit.h"
 #include "tm_test.h"
 #include "util/alloc.h"
 #include "util/buf.h"
