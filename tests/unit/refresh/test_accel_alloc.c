@@ -6,8 +6,8 @@
  * table, a first load, an append or a full refresh, into cayenne (file),
  * sqlite (file) or arrow (memory) — a clean run first counts the allocations
  * the refresh makes (T). Then for N in 1..T (every N with TM_STRESS=1, an
- * evenly spread sample otherwise) the refresh runs again from the same
- * starting state with the N-th allocation failing, and:
+ * evenly spread sample of TM_ALLOC_SAMPLES, default 6, otherwise) the
+ * refresh runs again from the same starting state with the N-th allocation failing, and:
  *   - it returns an error (TM_ENOMEM, or a code an ENOMEM turned into, which
  *     the test reports) or succeeds; it never crashes (ASan/UBSan abort);
  *   - every block allocated from the accel's creation to its release is freed
@@ -135,7 +135,7 @@ static void sweep(const rfx_scenario *s) {
   TM_ASSERT(total > 0);
   bool stress = tm_test_stress();
   const char *env = getenv("TM_ALLOC_SAMPLES");
-  int64_t samples = env ? atoll(env) : 10;
+  int64_t samples = env ? atoll(env) : 6;
   int64_t step = stress || samples <= 0 || total <= samples ? 1 : total / samples;
   tally sticky;
   memset(&sticky, 0, sizeof sticky);

@@ -29,7 +29,7 @@
  * the next refresh completes.
  *
  * TM_STRESS=1 sweeps every N with every fault kind; otherwise an evenly
- * spread sample of N (TM_STORAGE_SAMPLES, default 3) per kind.
+ * spread sample of N (TM_STORAGE_SAMPLES, default 2; make stress sweeps every N) per kind.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -556,7 +556,7 @@ static void sweep(const rfx_scenario *s, const fault_kind *kinds, size_t n_kinds
   if (sqlite_engine(s)) vfs_install();
   bool stress = tm_test_stress();
   const char *env = getenv("TM_STORAGE_SAMPLES");
-  int64_t samples = env ? atoll(env) : 3;
+  int64_t samples = env ? atoll(env) : 2;
   for (size_t i = 0; i < n_kinds; i++) {
     fault_kind k = kinds[i];
     tally ty;
