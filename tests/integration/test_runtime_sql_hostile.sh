@@ -87,8 +87,9 @@ refused "SELECT count(*) FROM range(1000000000000)" "time limit of 1500 ms"
 # The memory limit: one value larger than the limit (it cannot spill). Each row is large, so
 # the 256 MB are passed within a few thousand rows, long before the time limit even on a
 # loaded machine (1 KB rows took over 1.5 s there and met the time limit first).
+# One case only: list aggregates (list(range) over 100M rows, lists of 100 KB strings) grow
+# too slowly under a loaded machine's ASan build and met the 1500 ms limit first, in CI too.
 refused "SELECT string_agg(repeat('x', 100000), '') FROM range(100000)" "more memory than the limit"
-refused "SELECT list(range) FROM range(100000000)" "more memory than the limit"
 # Nothing was written or read outside the data folder.
 for f in out.csv out.parquet exp x.duckdb; do [[ ! -e $T/$f ]] || fail "$f was written"; done
 
