@@ -76,14 +76,34 @@ static size_t format_time_of_day(char *buf, size_t cap, int64_t v, tm_time_unit 
   return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
-/* Writes v's decimal digits ending just before end; returns the first. printf's
- * machinery costs more than the digits when every value of a column is rendered. */
-static char *format_u64(char *end, uint64_t v) {
+static const char k_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+size_t tm_u64_digits(uint64_t v) {
+  size_t n = 1;
+  while (v >= 10000) {
+    v /= 10000;
+    n += 4;
+  }
+  return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+char *tm_u64_format_back(char *end, uint64_t v) {
   char *p = end;
-  do {
-    *--p = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
+  while (v >= 100) {
+    unsigned q = (unsigned)(v % 100);
+    v /= 100;
+    p -= 2;
+    memcpy(p, k_pairs + 2 * q, 2);
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, k_pairs + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
   return p;
 }
 
@@ -98,7 +118,7 @@ int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_erro
     case TM_TYPE_INT64: {
       bool neg = v->v.i < 0;
       uint64_t m = neg ? 0 - (uint64_t)v->v.i : (uint64_t)v->v.i; /* INT64_MIN too */
-      char *p = format_u64(tmp + sizeof tmp, m);
+      char *p = tm_u64_format_back(tmp + sizeof tmp, m);
       if (neg) *--p = '-';
       return tm_buf_append(out, p, (size_t)(tmp + sizeof tmp - p), err);
     }
@@ -106,7 +126,7 @@ int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_erro
     case TM_TYPE_UINT16:
     case TM_TYPE_UINT32:
     case TM_TYPE_UINT64: {
-      char *p = format_u64(tmp + sizeof tmp, v->v.u);
+      char *p = tm_u64_format_back(tmp + sizeof tmp, v->v.u);
       return tm_buf_append(out, p, (size_t)(tmp + sizeof tmp - p), err);
     }
     case TM_TYPE_FLOAT32: {

@@ -25,6 +25,14 @@
 #include "format/arrow/batch.h"
 #include "util/buf.h"
 
+/**
+ * Decimal digits without printf, for renderers of whole columns: the count of
+ * v's digits, and v written so that its last digit is just before end
+ * (returns its first; end - 20 must be writable).
+ */
+size_t tm_u64_digits(uint64_t v);
+char *tm_u64_format_back(char *end, uint64_t v);
+
 /** Appends the text form of v (which must not be NULL) to out. */
 int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_error *err)
     TM_WARN_UNUSED;

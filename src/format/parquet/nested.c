@@ -361,37 +361,6 @@ static int render_value(rctx *c, size_t ni, size_t *lo, size_t *hi, bool body, i
  * leaf's levels instead of the general walk: the same checks, the same text.
  * Returns 1 when t has another shape (the general walk renders it).
  */
-static const char k_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* v's decimal digits ending just before end, two at a time. */
-static void digits_u64(char *end, uint64_t v) {
-  char *p = end;
-  while (v >= 100) {
-    unsigned q = (unsigned)(v % 100);
-    v /= 100;
-    p -= 2;
-    memcpy(p, k_pairs + 2 * q, 2);
-  }
-  if (v >= 10) {
-    p -= 2;
-    memcpy(p, k_pairs + 2 * v, 2);
-  } else {
-    *--p = (char)('0' + v);
-  }
-}
-
-static size_t digit_count(uint64_t v) {
-  size_t n = 1;
-  while (v >= 10000) {
-    v /= 10000;
-    n += 4;
-  }
-  return n + (v >= 10) + (v >= 100) + (v >= 1000);
-}
-
 static int render_int_lists(rctx *c, tm_pq_nleaf *lf, int64_t rows, tm_colbuilder *out) {
   const tm_pq_ntree *t = c->t;
   const nnode *top = &t->nodes[0];
@@ -453,8 +422,8 @@ static int render_int_lists(rctx *c, tm_pq_nleaf *lf, int64_t rows, tm_colbuilde
         *o++ = '-';
         m = 0 - m;
       }
-      o += digit_count(m); /* the digits, written backwards in place */
-      digits_u64(o, m);
+      o += tm_u64_digits(m); /* the digits, written backwards in place */
+      tm_u64_format_back(o, m);
     }
     *o++ = ']';
     rc = tm_colbuilder_append_bytes(out, b->ptr, (size_t)(o - b->ptr), err);

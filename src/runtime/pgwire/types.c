@@ -65,7 +65,7 @@ int16_t tm_pg__typlen(tm_sql_type t) {
 
 /* ---- one cell ------------------------------------------------------------------------------- */
 
-/* Appends the field's 4-byte length placeholder; *mark is where it is. */
+/* Appends the field's 4-byte length, zero until patched; *mark is where it is. */
 static int field_begin(tm_buf *out, size_t *mark, tm_error *err) {
   *mark = out->len;
   return tm_buf_append(out, "\0\0\0\0", 4, err);

@@ -414,7 +414,7 @@ static void text_options(const fileset *fs, const file_entry *f, tm_text_options
 /*
  * The data schema of a Parquet file under the dataset's
  * unsupported_type_action: readable columns as they are; an unreadable one
- * (nested, or of an unsupported type) as a nullable utf8 placeholder that
+ * (nested, or of an unsupported type) as a nullable utf8 stand-in that
  * fails when read (error), or left out (warn: logged once; ignore).
  */
 static int parquet_schema(fileset *fs, const tm_parquet_file *pf, const char *key,
