@@ -197,7 +197,9 @@ static void plan_sources(stamp_plan *p, const tm_config *cfg, const tm_cli_args 
 
 /* The outcome r of a refresh: whether the stamp can replay it. */
 static void plan_result(stamp_plan *p, const tm_dataset_def *d, const tm_refresh_result *r) {
-  bool noop = r->rows_written == 0 && r->fallback == TM_FALLBACK_NONE &&
+  /* A postgres acceleration lives in a server other processes write too: never replayed. */
+  bool noop = !r->skipped && d->acceleration.engine != TM_ENGINE_POSTGRES &&
+              r->rows_written == 0 && r->fallback == TM_FALLBACK_NONE &&
               (r->how == TM_READ_NOTHING || r->how == TM_READ_BY_TIME || r->how == TM_READ_FULL);
   if (!p->ok || !noop) {
     p->ok = false;

@@ -15,7 +15,7 @@
 #define DEFAULT_BUSY_MS 5000
 
 static const char *const k_kind_names[TM_ENGINE__COUNT] = {"cayenne", "arrow", "sqlite",
-                                                           "duckdb"};
+                                                           "duckdb", "postgres"};
 
 int tm_engine_kind_parse(const char *s, tm_engine_kind *out) {
   for (int i = 0; i < TM_ENGINE__COUNT; i++)
@@ -58,6 +58,7 @@ const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind) {
     case TM_ENGINE_ARROW:
     case TM_ENGINE_DUCKDB: return tm_engine__duck_vtable(kind);
     case TM_ENGINE_SQLITE: return tm_engine__sqlite_vtable();
+    case TM_ENGINE_POSTGRES: return tm_engine__pg_vtable();
     default: return NULL;
   }
 }
@@ -548,7 +549,27 @@ int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) {
 int tm_engine_verify(tm_engine *e, tm_error *err) { return e->vt->verify(e, err); }
 
 const char *tm_engine__scan_provider(tm_engine *e) {
-  return e->vt->traits.kind == TM_ENGINE_SQLITE ? tm_engine__sqlite_provider(e) : NULL;
+  switch (e->vt->traits.kind) {
+    case TM_ENGINE_SQLITE: return tm_engine__sqlite_provider(e);
+    case TM_ENGINE_POSTGRES: return tm_engine__pg_provider(e);
+    default: return NULL;
+  }
+}
+
+int tm_engine_lease_take(tm_engine_kind kind, const tm_engine_options *opts,
+                         tm_engine_lease **lease_out, bool *got, tm_error *err) {
+  const tm_engine_vtable *vt = tm_engine__vtable(kind);
+  *lease_out = NULL;
+  *got = true;
+  if (!vt) return tm_error_set(err, TM_EINVALID, "unknown engine kind %d", (int)kind);
+  if (!vt->lease_take) return TM_OK;
+  return vt->lease_take(opts, lease_out, got, err);
+}
+
+void tm_engine_lease_release(tm_engine_lease *l) {
+  if (!l) return;
+  /* Only the postgres backend hands out leases. */
+  tm_engine__pg_vtable()->lease_release(l);
 }
 
 int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) {

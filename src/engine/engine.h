@@ -12,6 +12,9 @@
  *   arrow    memory mode only. An in-memory DuckDB database. Arrival order.
  *   sqlite   memory and file mode. One SQLite table, scanned by DuckDB.
  *            Arrival order.
+ *   postgres file mode only. One table of an external PostgreSQL server
+ *            (libpq), scanned by DuckDB; several tidemark processes may
+ *            share it (tm_engine_lease_take). Arrival order.
  *
  * The refresh layer drives an engine through a write transaction (begin,
  * write batches, delete, commit with a state map, or abort). A commit is
@@ -52,10 +55,11 @@ typedef enum tm_engine_kind {
   TM_ENGINE_ARROW,
   TM_ENGINE_SQLITE,
   TM_ENGINE_DUCKDB,
+  TM_ENGINE_POSTGRES, /* a table in an external PostgreSQL server (libpq) */
   TM_ENGINE__COUNT
 } tm_engine_kind;
 
-/** Parses "cayenne", "arrow", "sqlite", "duckdb" (case-insensitive). TM_EINVALID when unknown. */
+/** Parses "cayenne", "arrow", "sqlite", "duckdb", "postgres" (case-insensitive). TM_EINVALID when unknown. */
 int tm_engine_kind_parse(const char *s, tm_engine_kind *out);
 const char *tm_engine_kind_name(tm_engine_kind k);
 
@@ -130,6 +134,11 @@ typedef struct tm_engine_options {
   bool replace;
   /* sqlite: */
   int busy_timeout_ms;             /* 0: 5000 */
+  /*
+   * postgres: the acceleration's params (pg_host, pg_port, pg_db, pg_user,
+   * pg_pass, pg_sslmode, pg_sslrootcert, connection_pool_size), or NULL.
+   */
+  const tm_kv *params;
 } tm_engine_options;
 
 /** Zeroes o and sets its version. */
@@ -207,6 +216,37 @@ tm_engine_mode tm_engine_get_mode(const tm_engine *e);
 const char *tm_engine_dataset(const tm_engine *e);
 /** The schema; lives as long as e. */
 const tm_schema *tm_engine_schema(const tm_engine *e);
+
+/* ---- refresh leases -------------------------------------------------------
+ *
+ * An acceleration stored outside the process (postgres) may be shared by
+ * several tidemark processes: every one serves queries, one at a time
+ * refreshes. A refresh first takes the acceleration's lease; a process that
+ * does not get it skips that refresh. The lease is held by a connection of
+ * its own, so a process that dies loses it at once. Engines whose storage
+ * is the process's own always grant it (*lease_out NULL).
+ */
+typedef struct tm_engine_lease tm_engine_lease;
+
+/**
+ * Tries to take the refresh lease of the acceleration that opts name.
+ * *got: whether it was taken (false: another process holds it). *lease_out:
+ * release it with tm_engine_lease_release (NULL when the kind needs none).
+ * Errors: TM_EIO (the server cannot be reached), TM_EINVALID, TM_ENOMEM.
+ */
+int tm_engine_lease_take(tm_engine_kind kind, const tm_engine_options *opts,
+                         tm_engine_lease **lease_out, bool *got, tm_error *err) TM_WARN_UNUSED;
+/** Releases a lease (NULL is a no-op). */
+void tm_engine_lease_release(tm_engine_lease *l);
+
+/** Whether key is a param of engine postgres (Spice's names). */
+bool tm_engine_pg_param_known(const char *key);
+/**
+ * Checks engine postgres's params: the required pg_host, pg_db, pg_user;
+ * pg_port, pg_sslmode, connection_pool_size well-formed. TM_EINVALID naming
+ * the param.
+ */
+int tm_engine_pg_params_check(const tm_kv *params, tm_error *err) TM_WARN_UNUSED;
 
 /* ---- write transactions ------------------------------------------------ */
 
@@ -385,6 +425,10 @@ typedef struct tm_engine_vtable {
   int (*size_bytes)(tm_engine *e, uint64_t *out, tm_error *err);
   int (*relation)(tm_engine *e, tm_buf *out, tm_error *err);
   int (*verify)(tm_engine *e, tm_error *err);
+  /* Optional (NULL: the lease is always granted, see tm_engine_lease_take). */
+  int (*lease_take)(const tm_engine_options *opts, tm_engine_lease **out, bool *got,
+                    tm_error *err);
+  void (*lease_release)(tm_engine_lease *l);
 } tm_engine_vtable;
 
 

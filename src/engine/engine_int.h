@@ -91,6 +91,8 @@ const tm_engine_vtable *tm_engine__vtable(tm_engine_kind kind);
  * builds export only tm_ symbols). */
 const tm_engine_vtable *tm_engine__sqlite_vtable(void);
 const tm_engine_vtable *tm_engine__duck_vtable(tm_engine_kind kind);
+const tm_engine_vtable *tm_engine__pg_vtable(void);
+const char *tm_engine__pg_provider(tm_engine *e);
 /* Backups of the DuckDB engines (backup.c dispatches; sqlite's are in backup.c). */
 int tm_engine__duck_backup(tm_engine *e, const char *dest_path, tm_error *err) TM_WARN_UNUSED;
 /** TM_ECORRUPT unless path is a DuckDB-engine backup of kind (its _tm_meta). */

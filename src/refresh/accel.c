@@ -155,6 +155,7 @@ void tm_accel_engine_options(const tm_dataset_def *d, tm_db *db, tm_engine_optio
   o->time_format = d->time_format;
   o->indexes = d->acceleration.indexes;
   o->n_indexes = d->acceleration.n_indexes;
+  o->params = &d->acceleration.params;
 }
 
 int tm_accel_duck_dir(const tm_dataset_def *d, char **out, tm_error *err) {

@@ -81,6 +81,7 @@ void tm_refresh_request_init(tm_refresh_request *r);
 
 /** What one refresh did (log line, metrics, `tidemark status`, the API). */
 typedef struct tm_refresh_result {
+  bool skipped;              /* another process holds this shared acceleration's refresh */
   tm_read_kind how;          /* full, time, snapshots, nothing */
   tm_fallback fallback;
   bool full;                 /* replaced everything */

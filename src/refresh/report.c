@@ -14,6 +14,11 @@
 size_t tm_refresh_result_line(const tm_refresh_result *r, const char *dataset, char *buf,
                               size_t cap) {
   if (cap == 0) return 0;
+  if (r->skipped) {
+    int k = snprintf(buf, cap, "%s: refresh skipped: another tidemark process is refreshing this "
+                     "acceleration", dataset);
+    return k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+  }
   size_t n = tm_refresh_result_what(r, dataset, buf, cap);
   /* cli/noop.c prints a replayed line with the same " in %.2f s". */
   int k = snprintf(buf + n, cap - n, " in %.2f s", (double)r->duration_ms / 1000.0);

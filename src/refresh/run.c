@@ -669,6 +669,53 @@ static int refresh_healing(run *r, tm_accel *a, const tm_refresh_request *req,
   return rc;
 }
 
+/*
+ * Another process holds the refresh of this shared acceleration: this one
+ * skips its turn. It still serves the acceleration: when it has none open
+ * yet (the other process created it), it opens what is stored.
+ */
+static void skip_refresh(tm_accel *a, tm_refresh_result *out) {
+  const tm_dataset_def *d = a->def;
+  out->skipped = true;
+  tm_log(TM_LOG_INFO, d->name, "refresh skipped: another tidemark process is refreshing this "
+         "acceleration (it holds the refresh lock); this process keeps serving it");
+  tm_engine *e = tm_accel_engine(a);
+  if (e) {
+    tm_engine_release(e);
+    return;
+  }
+  tm_engine_options eo;
+  tm_kv oc;
+  tm_kv_init(&oc);
+  tm_accel_engine_options(d, a->db, &eo, &oc);
+  tm_error e2;
+  tm_error_init(&e2);
+  tm_engine *opened = NULL;
+  if (tm_engine_open(&opened, d->acceleration.engine, NULL, &eo, &e2) == TM_OK) {
+    pthread_mutex_lock(&a->state_lock);
+    if (!a->engine) {
+      a->engine = opened;
+      opened = NULL;
+      a->ready = true;
+      tm_accel__set_status_locked(a, TM_ACCEL_READY);
+    }
+    pthread_mutex_unlock(&a->state_lock);
+    tm_engine_release(opened);
+  }
+  tm_kv_dispose(&oc);
+}
+
+/* Takes the cross-process refresh lease (engines shared by several processes). */
+static int take_lease(tm_accel *a, tm_engine_lease **lease, bool *got, tm_error *err) {
+  tm_engine_options eo;
+  tm_kv oc;
+  tm_kv_init(&oc);
+  tm_accel_engine_options(a->def, a->db, &eo, &oc);
+  int rc = tm_engine_lease_take(a->def->acceleration.engine, &eo, lease, got, err);
+  tm_kv_dispose(&oc);
+  return rc;
+}
+
 int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_result *out,
                      tm_error *err) {
   const tm_dataset_def *d = a->def;
@@ -679,6 +726,16 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
   }
   memset(out, 0, sizeof *out);
   TM_TRY(lock_refresh(a, err));
+  tm_engine_lease *lease = NULL;
+  bool got = true;
+  int lrc = take_lease(a, &lease, &got, err);
+  if (lrc < 0 || !got) {
+    if (lrc == TM_OK) skip_refresh(a, out);
+    else tm_accel__report_failure(a, lrc, err, tm_accel_get_status(a),
+                                  req->full ? "full" : tm_refresh_mode_name(d->acceleration.refresh_mode));
+    pthread_mutex_unlock(&a->refresh_lock);
+    return lrc;
+  }
   const char *mode = req->full ? "full" : tm_refresh_mode_name(d->acceleration.refresh_mode);
   tm_accel_status before = tm_accel_get_status(a);
   tm_accel_set_status(a, TM_ACCEL_REFRESHING);
@@ -702,6 +759,7 @@ int tm_accel_refresh(tm_accel *a, const tm_refresh_request *req, tm_refresh_resu
     tm_accel__report_failure(a, rc, err, before, mode);
   }
   run_dispose(&r);
+  tm_engine_lease_release(lease);
   pthread_mutex_unlock(&a->refresh_lock);
   return rc;
 }

@@ -1594,6 +1594,8 @@ static const tm_engine_vtable k_vtable = {
     sq_size_bytes,
     sq_relation,
     sq_verify,
+    NULL,
+    NULL,
 };
 
 const tm_engine_vtable *tm_engine__sqlite_vtable(void) { return &k_vtable; }

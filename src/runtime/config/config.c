@@ -68,7 +68,7 @@ static const tm_cfg_spice_key k_accel_spice[] = {
     {"on_zero_results", TM_CFG_FORM_VALUE, "return_empty",
      "a query of an accelerated dataset answers from the acceleration only, never from the source"},
     {"engine_secret", TM_CFG_FORM_NONE, NULL,
-     "it is the password of engine postgres, which tidemark does not have"},
+     "engine postgres takes its password from params.pg_pass (use ${secrets:NAME} there)"},
     {"snapshots_trigger", TM_CFG_FORM_VALUE, "refresh_complete",
      "tidemark writes an acceleration snapshot after each refresh or retention run that changed "
      "the rows"},
@@ -85,7 +85,7 @@ static const tm_cfg_spice_key k_accel_spice[] = {
     {NULL, 0, NULL, NULL}};
 
 /* In tm_engine_kind order (engine/engine.h). */
-static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
+static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", "postgres", NULL};
 static const char *const k_modes[] = {"memory", "file", NULL};
 static const char *const k_refresh_modes[] = {"full", "append", NULL};
 static const char *const k_conflicts[] = {"drop", "upsert", NULL};
@@ -488,6 +488,17 @@ static const tm_cfg_key k_snapshots[] = {
 static int check_engine_params(ctx *c, yaml_node_t *n, const tm_acceleration_def *a) {
   const tm_engine_traits *t = tm_engine_kind_traits(a->engine);
   bool file = a->mode == TM_ENGINE_FILE;
+  if (a->engine == TM_ENGINE_POSTGRES) {
+    /* Spice's connection params; the table lives in the server, so no file_path. */
+    tm_error e2;
+    tm_error_init(&e2);
+    if (tm_engine_pg_params_check(&a->params, &e2) == TM_OK) return TM_OK;
+    size_t old = tm_cfg__path_push_key(c, "params");
+    yaml_node_t *pn = tm_cfg__lookup(c, n, "params");
+    int rc = tm_cfg__fail(c, pn ? pn : n, "%s", e2.message);
+    tm_cfg__path_pop(c, old);
+    return rc;
+  }
   for (size_t i = 0; i < a->params.len; i++) {
     const char *k = a->params.items[i].key;
     if (file && (strcmp(k, "file_path") == 0 || (t->path_param && strcmp(k, t->path_param) == 0)))
@@ -769,6 +780,17 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
     if (a->retention_period_ms && !d->time_column) {
       size_t old = tm_cfg__path_push_key(c, "acceleration.retention_period");
       int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "retention_period"), "retention_period needs time_column");
+      tm_cfg__path_pop(c, old);
+      return rc;
+    }
+    if (a->engine == TM_ENGINE_POSTGRES && (a->snapshots != TM_SNAPSHOTS_DISABLED || a->retention_sql)) {
+      bool snap = a->snapshots != TM_SNAPSHOTS_DISABLED;
+      size_t old = tm_cfg__path_push_key(c, snap ? "acceleration.snapshots" : "acceleration.retention_sql");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, snap ? "snapshots" : "retention_sql"),
+                    snap ? "engine postgres keeps no acceleration snapshots: the PostgreSQL server's "
+                           "own backups cover its table"
+                         : "engine postgres does not run retention_sql (DuckDB's dialect); use "
+                           "retention_period");
       tm_cfg__path_pop(c, old);
       return rc;
     }
