@@ -79,6 +79,10 @@ typedef struct pg_txn {
   tm_engine_txn base;
   const char *target_q;   /* table_q or new_q */
   bool keyed;
+  /* The key's unique index on the target: 0 none yet (a new table, loaded before it is
+   * indexed), 1 tm_pk_<hash>_new on the new table, 2 the table's own tm_pk_<hash>. */
+  int pk_index;
+  int64_t merged;         /* rows merged into the target so far */
   bool copying;           /* a COPY is open on the writer's connection */
   tm_buf copy;            /* encoded rows not yet sent */
   int64_t count_before;
@@ -683,12 +687,30 @@ static int copy_finish(pg_engine *e, pg_txn *t, int64_t *rows, tm_error *err) {
 }
 
 /* Moves the staged rows of a keyed table into the target by the conflict rule (A8). */
-static int merge_stage(pg_engine *e, pg_txn *t, tm_error *err) {
+static int merge_stage(pg_engine *e, pg_txn *t, int64_t staged, tm_error *err) {
   const tm_schema *s = &e->base.schema;
   const tm_engine_config *c = &e->base.cfg;
   bool upsert = c->on_conflict == TM_ON_CONFLICT_UPSERT && c->n_pk < s->n_cols;
   tm_buf sql = TM_BUF_INIT(1 << 24);
-  int rc = tm_buf_puts(&sql, "WITH src AS (SELECT DISTINCT ON (", err);
+  int rc = TM_OK;
+  if (t->pk_index == 0 && t->merged > 0) {
+    /* A second merge into the new table: it needs its key's index now. */
+    rc = tm_buf_printf(&sql, err, "CREATE UNIQUE INDEX \"tm_pk_%s_new\" ON %s (", e->hash,
+                       t->target_q);
+    if (rc == TM_OK) rc = pk_list(&sql, e, err);
+    if (rc == TM_OK) rc = tm_buf_putc(&sql, ')', err);
+    if (rc == TM_OK) rc = exec_sql(e, e->wconn, tm_buf_cstr(&sql), "cannot index the key", err);
+    tm_buf_clear(&sql);
+    if (rc < 0) {
+      tm_buf_dispose(&sql);
+      return rc;
+    }
+    t->pk_index = 1;
+  }
+  /* An empty new table without its index: the distinct rows go in as they are (the
+   * index is built once, at the commit, which is faster than row by row). */
+  bool plain = t->pk_index == 0;
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, "WITH src AS (SELECT DISTINCT ON (", err);
   if (rc == TM_OK) rc = pk_list(&sql, e, err);
   if (rc == TM_OK) rc = tm_buf_puts(&sql, ") ", err);
   if (rc == TM_OK) rc = col_list(&sql, s, NULL, err);
@@ -696,15 +718,17 @@ static int merge_stage(pg_engine *e, pg_txn *t, tm_error *err) {
   if (rc == TM_OK) rc = pk_list(&sql, e, err);
   /* drop: the first arrival of a key; upsert: the last. */
   if (rc == TM_OK)
-    rc = tm_buf_printf(&sql, err, ", " SEQ_COLUMN " %s), m AS (INSERT INTO %s AS t (",
-                       c->on_conflict == TM_ON_CONFLICT_UPSERT ? "DESC" : "ASC", t->target_q);
+    rc = tm_buf_printf(&sql, err, ", " SEQ_COLUMN " %s)%s INSERT INTO %s AS t (",
+                       c->on_conflict == TM_ON_CONFLICT_UPSERT ? "DESC" : "ASC",
+                       plain ? "" : ", m AS (", t->target_q);
   if (rc == TM_OK) rc = col_list(&sql, s, NULL, err);
   if (rc == TM_OK) rc = tm_buf_puts(&sql, ") SELECT ", err);
   if (rc == TM_OK) rc = col_list(&sql, s, NULL, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, " FROM src ON CONFLICT (", err);
-  if (rc == TM_OK) rc = pk_list(&sql, e, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, upsert ? ") DO UPDATE SET " : ") DO NOTHING", err);
-  if (rc == TM_OK && upsert) {
+  if (rc == TM_OK && plain) rc = tm_buf_puts(&sql, " FROM src", err);
+  if (rc == TM_OK && !plain) rc = tm_buf_puts(&sql, " FROM src ON CONFLICT (", err);
+  if (rc == TM_OK && !plain) rc = pk_list(&sql, e, err);
+  if (rc == TM_OK && !plain) rc = tm_buf_puts(&sql, upsert ? ") DO UPDATE SET " : ") DO NOTHING", err);
+  if (rc == TM_OK && upsert && !plain) {
     bool first = true;
     for (size_t i = 0; rc == TM_OK && i < s->n_cols; i++) {
       bool is_pk = false;
@@ -723,20 +747,27 @@ static int merge_stage(pg_engine *e, pg_txn *t, tm_error *err) {
     if (rc == TM_OK) rc = col_list(&sql, s, "excluded.", err);
     if (rc == TM_OK) rc = tm_buf_putc(&sql, ')', err);
   }
-  if (rc == TM_OK)
+  /* Inserted rows have no xmax; rows an upsert replaced carry this transaction's. */
+  if (rc == TM_OK && !plain)
     rc = tm_buf_puts(&sql,
-                     " RETURNING (t.xmax = 0) AS fresh) SELECT (SELECT count(*) FROM " STAGE_TABLE
-                     "), (SELECT count(*) FROM src), count(*) FILTER (WHERE fresh), count(*) "
-                     "FILTER (WHERE NOT fresh) FROM m",
+                     " RETURNING (t.xmax = 0) AS fresh) SELECT (SELECT count(*) FROM src), "
+                     "count(*) FILTER (WHERE fresh), count(*) FILTER (WHERE NOT fresh) FROM m",
                      err);
   PGresult *r = NULL;
   if (rc == TM_OK)
     rc = query_text(e, e->wconn, tm_buf_cstr(&sql), 0, NULL, false, &r, "cannot merge the rows", err);
   tm_buf_dispose(&sql);
   TM_TRY(rc);
-  int64_t staged = num(PQgetvalue(r, 0, 0)), distinct = num(PQgetvalue(r, 0, 1));
-  int64_t fresh = num(PQgetvalue(r, 0, 2)), updated = num(PQgetvalue(r, 0, 3));
+  int64_t fresh, updated = 0, distinct;
+  if (plain) {
+    fresh = distinct = num(PQcmdTuples(r));
+  } else {
+    distinct = num(PQgetvalue(r, 0, 0));
+    fresh = num(PQgetvalue(r, 0, 1));
+    updated = num(PQgetvalue(r, 0, 2));
+  }
   PQclear(r);
+  t->merged += fresh;
   t->inserted += fresh;
   t->updated += updated;
   /* Earlier arrivals of a key in this load lost to the one kept. */
@@ -759,7 +790,7 @@ static int flush(pg_engine *e, pg_txn *t, tm_error *err) {
     t->inserted += rows;
     return TM_OK;
   }
-  return merge_stage(e, t, err);
+  return merge_stage(e, t, rows, err);
 }
 
 static void txn_free(pg_txn *t) {
@@ -784,6 +815,7 @@ static int pg_begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_e
   rollback_quiet(e->wconn);
   TM_CHECK(exec_sql(e, e->wconn, "BEGIN", "begin", err));
   t->target_q = e->table_q;
+  t->pk_index = 2;
   /* The meta row, locked for the transaction: one writer at a time, whoever it is. */
   const char *vals[1] = {e->base.cfg.dataset};
   PGresult *r = NULL;
@@ -799,15 +831,14 @@ static int pg_begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_e
   t->count_before = num(PQgetvalue(r, 0, 0));
   PQclear(r);
   if (kind == TM_TXN_REPLACE_ALL || e->pending) {
-    char pk_name[32];
-    snprintf(pk_name, sizeof pk_name, "tm_pk_%s_new", e->hash);
     tm_buf sql = TM_BUF_INIT(4096);
     rc = tm_buf_printf(&sql, err, "DROP TABLE IF EXISTS %s", e->new_q);
     if (rc == TM_OK) rc = exec_sql(e, e->wconn, tm_buf_cstr(&sql), "cannot drop the new table", err);
     tm_buf_dispose(&sql);
     if (rc < 0) goto done;
-    TM_CHECK(create_table(e, e->wconn, e->new_q, pk_name, false, err));
+    TM_CHECK(create_table(e, e->wconn, e->new_q, NULL, false, err));
     t->target_q = e->new_q;
+    t->pk_index = 0;
     t->count_before = 0;
   }
   if (t->keyed) TM_CHECK(create_table(e, e->wconn, STAGE_TABLE, NULL, true, err));
@@ -969,6 +1000,14 @@ static int pg_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
                        "EXISTS \"tm_pk_%s_new\" RENAME TO \"tm_pk_%s\"",
                        e->table_q, e->new_q, e->table_q, e->hash, e->hash);
     if (rc == TM_OK) rc = exec_sql(e, e->wconn, tm_buf_cstr(&sql), "cannot swap the new table in", err);
+    if (rc == TM_OK && t->keyed && t->pk_index == 0) {
+      /* Built once over the loaded rows; a duplicate key cannot be there (DISTINCT ON). */
+      tm_buf_clear(&sql);
+      rc = tm_buf_printf(&sql, err, "CREATE UNIQUE INDEX \"tm_pk_%s\" ON %s (", e->hash, e->table_q);
+      if (rc == TM_OK) rc = pk_list(&sql, e, err);
+      if (rc == TM_OK) rc = tm_buf_putc(&sql, ')', err);
+      if (rc == TM_OK) rc = exec_sql(e, e->wconn, tm_buf_cstr(&sql), "cannot index the key", err);
+    }
     if (rc == TM_OK) rc = create_indexes(e, e->wconn, err);
   }
   if (rc == TM_OK && e->pending) {
