@@ -65,8 +65,7 @@ wait $w
 two=$(awk '/^Requests\/sec/ {s += $2} END {printf "%.0f", s}' "$T/two_a.txt" "$T/two_b.txt")
 echo "-- point lookups, two tidemark processes on the one acceleration: $two q/s in all"
 kill "$(cat "$T/a/pid")" "$(cat "$T/b/pid")"; wait 2>/dev/null || true
-echo "SELECT * FROM events WHERE id = :id;" > "$T/pgb.sql"
-sed -i '1i \\set id random(0, '"$((N - 1))"')' "$T/pgb.sql"
+printf '\\set id random(0, %d)\nSELECT * FROM events WHERE id = :id;\n' "$((N - 1))" > "$T/pgb.sql"
 peer=$(PGPASSWORD=$PG_PASS "$PG_BIN/pgbench" -n -M prepared -c 16 -j 2 -T 10 -f "$T/pgb.sql" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" postgres 2>/dev/null | awk '/^tps/ {print $3; exit}')
 echo "-- the same lookups sent to PostgreSQL itself (pgbench, 16 clients): $peer q/s"
 pg_stop

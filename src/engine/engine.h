@@ -2,7 +2,7 @@
  * engine.h - one dataset's acceleration: the engine interface (engine layer).
  *
  * An engine stores the rows of one dataset and shows them to SQL as a table
- * of the process's DuckDB instance (db.h, sql.h). Four backends plug in
+ * of the process's DuckDB instance (db.h, sql.h). Five backends plug in
  * through tm_engine_vtable (SPEC section 3):
  *
  *   cayenne  file mode only. A DuckDB database file in the dataset's folder.

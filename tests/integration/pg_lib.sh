@@ -33,7 +33,9 @@ pg_stop() {
 
 pg_start() {
   [[ -x $PG_BIN/initdb ]] || fail "PostgreSQL server binaries missing (Debian postgresql; scripts/install-deps installs it)"
-  PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/tm-pg-XXXXXX")
+  # As root the server runs as nobody, who must reach the folder: /tmp, not a private TMPDIR.
+  if [[ $(id -u) -eq 0 ]]; then PG_DIR=$(mktemp -d /tmp/tm-pg-XXXXXX)
+  else PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/tm-pg-XXXXXX"); fi
   chmod 755 "$PG_DIR"
   echo "$PG_PASS" > "$PG_DIR/pw"
   [[ $(id -u) -eq 0 ]] && chown -R nobody:nogroup "$PG_DIR"
