@@ -14,6 +14,9 @@ command -v psql >/dev/null || fail "psql is missing (scripts/install-deps: postg
 CLIENT=${TM_BUILD_DIR:-$TM_SOURCE_DIR/build/dev}/pgwire_client
 [[ -x $CLIENT ]] || fail "the test tool $CLIENT is missing (built with the tests)"
 PY=/usr/bin/python3 # Debian's python3-psycopg2 is for Debian's python
+JDBC_JAR=/usr/share/java/postgresql.jar
+[[ -f $JDBC_JAR ]] && command -v javac >/dev/null ||
+  fail "the JDBC driver or javac is missing (scripts/install-deps: libpostgresql-jdbc-java, default-jdk-headless)"
 mkdir -p "$T/data"
 python3 - "$T/data/a.jsonl" <<'PY'
 import sys, json, datetime
@@ -30,6 +33,10 @@ name: pgwire
 datasets:
   - from: file:data
     name: events
+    description: the test's events
+    columns:
+      - name: id
+        description: the key
     params: {file_format: jsonl}
     time_column: ts
     acceleration: {engine: cayenne, refresh_mode: full, refresh_check_interval: 1h}
@@ -91,6 +98,19 @@ SELECT 1::bigint a, 1::int b, 1::smallint c, 1.5::double d, 1.5::float e, true f
 SQL
 )
 assert_eq "$got" "a|bigint b|integer c|smallint d|double precision e|real f|boolean g|text h|numeric i|date j|timestamp without time zone k|timestamp with time zone l|time without time zone m|uuid n|json o|json p|bytea " "\\gdesc types"
+# \d+ NAME (storage, descriptions; a view's definition), \dt+, \dn, \df, \di.
+got=$(pg -A -c '\d+ events' | tr '\n' ' ')
+assert_eq "$got" 'Table "public.events" Column|Type|Collation|Nullable|Default|Storage|Compression|Stats target|Description id|bigint||||plain|||the key v|text||||extended||| x|double precision||||plain||| ok|boolean||||plain||| ts|timestamp with time zone||||plain||| ' "\\d+ events"
+got=$(pg -A -c '\d+ evens' | tr '\n' ' ')
+assert_eq "$got" 'View "public.evens" Column|Type|Collation|Nullable|Default|Storage|Description id|bigint||||plain| v|text||||extended| View definition: SELECT id, v FROM events WHERE ok ' "\\d+ evens"
+got=$(pg -A -t -c '\dt+')
+assert_eq "$got" "public|events|table|tidemark|permanent|||the test's events" "\\dt+"
+got=$(pg -A -t -c '\dn' -c '\dn pub*' -c '\dn nothing')
+assert_eq "$got" $'public|tidemark\npublic|tidemark' "\\dn"
+got=$(pg -A -c '\df' -c '\df+' | tr '\n' ' ')
+assert_eq "$got" 'List of functions Schema|Name|Result data type|Argument data types|Type (0 rows) List of functions Schema|Name|Result data type|Argument data types|Type|Volatility|Parallel|Owner|Language|Source code|Description (0 rows) ' "\\df: no functions"
+got=$(pg -A -c '\di' 2>&1 | tr '\n' ' ')
+assert_eq "$got" "List of relations Schema|Name|Type|Owner|Table (0 rows) " "\\di: no indexes"
 note "psql: \\dt, \\dv, \\d, \\d NAME, \\l, \\gdesc"
 got=$(pg -A -t -c "SELECT [1, 2] AS l, {'a': 'x'} AS s, 'NaN'::double AS nan, 'inf'::double AS inf, interval '1 day 2 hours' AS iv")
 assert_eq "$got" '[1,2]|{"a":"x"}|NaN|Infinity|P1DT2H' "nested as JSON, floats, interval"
@@ -216,6 +236,61 @@ for method in scram-sha-256 md5 password; do
   assert_contains "$got" 'password authentication failed for user "tester"' "$method: a wrong password"
   got=$(pg -w -A -t -c "SELECT 1" 2>&1 </dev/null || true)
   assert_contains "$got" "no password supplied" "$method: no password"
+  if [[ $method == scram-sha-256 ]]; then
+    # JDBC (PostgreSQL's driver, SCRAM): DatabaseMetaData, a PreparedStatement past the driver's
+    # prepareThreshold (named statements, binary results), typed values, a refused write.
+    mkdir -p "$T/jdbc"
+    javac -d "$T/jdbc" "$TM_SOURCE_DIR/tests/tools/PgJdbc.java" || fail "javac PgJdbc.java"
+    got=$(timeout 60 java -cp "$JDBC_JAR:$T/jdbc" PgJdbc 127.0.0.1 "$PG_PORT" "$KEY" 2>&1 | sort -u) ||
+      fail "PgJdbc: $got"
+    want=$(sort -u <<'OUT'
+product=PostgreSQL 15.0
+table=public.events TABLE
+table=public.evens VIEW
+column=id int8 -5 1
+column=v text 12 2
+column=x float8 8 3
+column=ok bool -7 4
+column=ts timestamptz 93 5
+row=7 v7 10.5 false
+row=14 v14 21.0 true
+row=21 v21 31.5 false
+row=28 v28 42.0 true
+row=35 v35 52.5 false
+row=42 v42 63.0 true
+row=49 v49 73.5 false
+int=1
+bigint=9000000000
+double=1.25
+numeric=12.34
+text=text é
+timestamp=2024-01-02T03:04:05.500
+timestamptz=2024-01-02T03:04:05Z
+date=2024-01-02
+boolean=true
+bytea=2 1 255
+null=true true
+param=5.50
+write=25006
+OUT
+)
+    assert_eq "$got" "$want" "JDBC"
+    note "JDBC: metadata, prepared statements, typed values"
+    # Grafana's PostgreSQL data source: Save & test, the query builder, macro-expanded queries.
+    got=$("$PY" "$TM_SOURCE_DIR/tests/tools/pgwire_grafana.py" "$PG_PORT" "$KEY")
+    want="ping empty
+version [('1500.0',)]
+timescaledb []
+schemas [('public',)]
+tables [('evens',), ('events',)]
+tables of public [('evens',), ('events',)]
+columns [('id', 'bigint'), ('v', 'text'), ('x', 'double precision'), ('ok', 'boolean'), ('ts', 'timestamp with time zone')]
+timeseries [('1703808000.0', '6', '5.25'), ('1704672000.0', '10', '17.25'), ('1705536000.0', '10', '32.25'), ('1706400000.0', '3', '42.0')]
+time macros [('2024-01-02 00:00:01.001000+00:00', '1704153601.001', 'v1'), ('2024-01-03 00:00:02.002000+00:00', '1704240002.002', 'v2')]
+unix epoch [('1703808000.0', '6'), ('1704672000.0', '10'), ('1705536000.0', '10'), ('1706400000.0', '3')]"
+    assert_eq "$got" "$want" "Grafana's queries"
+    note "Grafana: Save & test, schemas, tables, columns, time-series macros"
+  fi
   if [[ $method == password ]]; then
     out=$(python3 "$TM_SOURCE_DIR/tests/tools/pgwire_raw.py" "$PG_PORT" password "$KEY") ||
       fail "pgwire_raw password: $out"

@@ -160,12 +160,21 @@ static void first_word(const char *text, char *out, size_t cap) {
   if (n == 0) snprintf(out, cap, "this statement");
 }
 
-/* json_serialize_sql(text) parsed, or an error naming why it cannot be read. */
-static int serialize(duckdb_connection c, const char *text, json_t **out, tm_error *err) {
-  duckdb_prepared_statement ps = NULL;
+/*
+ * json_serialize_sql(text) parsed, or an error naming why it cannot be read.
+ * helper (may be NULL): the caller's prepared `SELECT json_serialize_sql($1)`
+ * on c, made at its first use and kept by the caller (tm_sql__gate).
+ */
+static int serialize(duckdb_connection c, const char *text, duckdb_prepared_statement *helper,
+                     json_t **out, tm_error *err) {
+  duckdb_prepared_statement ps = helper ? *helper : NULL;
   int rc = TM_OK;
-  if (duckdb_prepare(c, "SELECT json_serialize_sql($1::VARCHAR)", &ps) == DuckDBError)
+  if (!ps && duckdb_prepare(c, "SELECT json_serialize_sql($1::VARCHAR)", &ps) == DuckDBError) {
     rc = tm_error_set(err, TM_ERROR, "DuckDB: %s", duckdb_prepare_error(ps));
+    duckdb_destroy_prepare(&ps);
+  }
+  if (helper) *helper = ps;
+  if (rc == TM_OK) duckdb_clear_bindings(ps);
   if (rc == TM_OK) duckdb_bind_varchar(ps, 1, text);
   duckdb_result r;
   bool have = false;
@@ -196,7 +205,7 @@ static int serialize(duckdb_connection c, const char *text, json_t **out, tm_err
   }
   if (js) duckdb_free(js);
   if (have) duckdb_destroy_result(&r);
-  if (ps) duckdb_destroy_prepare(&ps);
+  if (ps && !helper) duckdb_destroy_prepare(&ps);
   return rc;
 }
 
@@ -225,8 +234,19 @@ static const char *type_name(duckdb_statement_type t) {
   }
 }
 
-int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
-                 json_t **ast_out, tm_error *err) {
+/* DuckDB's prepare error, without its LINE excerpt, on one line. */
+static int prepare_error(duckdb_prepared_statement ps, tm_error *err) {
+  char buf[TM_ERROR_MESSAGE_MAX];
+  snprintf(buf, sizeof buf, "%s", duckdb_prepare_error(ps) ? duckdb_prepare_error(ps) : "cannot prepare");
+  char *line = strstr(buf, "\n\nLINE ");
+  if (line) *line = '\0';
+  for (char *p = buf; *p; p++)
+    if (*p == '\n') *p = ' ';
+  return tm_error_set(err, TM_EINVALID, "%s", buf);
+}
+
+int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *helper,
+                 duckdb_prepared_statement *ps_out, json_t **ast_out, tm_error *err) {
   *ast_out = NULL;
   duckdb_extracted_statements ex = NULL;
   duckdb_prepared_statement ps = NULL;
@@ -252,18 +272,11 @@ int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement
   bool explain = rc == TM_OK && explained(sql) != NULL;
   if (rc == TM_OK) {
     const char *text = explain ? explained(sql) : sql;
-    rc = serialize(c, text, &ast, err);
+    rc = serialize(c, text, helper, &ast, err);
     if (rc == TM_OK) rc = walk(ast, 0, err);
   }
-  if (rc == TM_OK && duckdb_prepare_extracted_statement(c, ex, 0, &ps) == DuckDBError) {
-    char buf[TM_ERROR_MESSAGE_MAX];
-    snprintf(buf, sizeof buf, "%s", duckdb_prepare_error(ps) ? duckdb_prepare_error(ps) : "cannot prepare");
-    char *line = strstr(buf, "\n\nLINE ");
-    if (line) *line = '\0';
-    for (char *p = buf; *p; p++)
-      if (*p == '\n') *p = ' ';
-    rc = tm_error_set(err, TM_EINVALID, "%s", buf);
-  }
+  if (rc == TM_OK && duckdb_prepare_extracted_statement(c, ex, 0, &ps) == DuckDBError)
+    rc = prepare_error(ps, err);
   /* And the prepared statement's own type, in case the two readings differ. */
   duckdb_statement_type type = rc == TM_OK ? duckdb_prepared_statement_type(ps) : DUCKDB_STATEMENT_TYPE_INVALID;
   if (rc == TM_OK && type != DUCKDB_STATEMENT_TYPE_SELECT && type != DUCKDB_STATEMENT_TYPE_EXPLAIN)
@@ -279,5 +292,112 @@ int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement
   *ps_out = ps;
   if (type == DUCKDB_STATEMENT_TYPE_EXPLAIN) json_decref(ast);
   else *ast_out = ast;
+  return TM_OK;
+}
+
+/*
+ * The shape key: sql with every run of decimal digits that stands alone (not
+ * inside a quoted string, quoted identifier or comment, not part of a word or
+ * of a `$n` parameter) replaced by `?`. Two texts with one key differ only in
+ * such numbers, and the gate's verdict does not depend on them: the checks of
+ * the parse tree read function and table names (which hold no standalone
+ * number; the refused names hold no digit at all), the statement count and
+ * the EXPLAIN prefix are made of other characters, and the statement type is
+ * checked again on each text's own prepared statement (tm_sql__gate_again).
+ * A text the lexer reads differently from DuckDB only keeps more of itself
+ * in the key (a digit is never a quote or a comment mark).
+ */
+int tm_sql__shape_key(const char *sql, tm_buf *out, tm_error *err) {
+  tm_buf_clear(out);
+  const char *p = sql;
+  while (*p) {
+    char ch = *p;
+    const char *start = p;
+    if (ch == '\'' || ch == '"') {
+      /* 'string' (E'' strings: a backslash escapes), "identifier"; doubled quotes stay inside. */
+      bool esc = ch == '\'' && p > sql && (p[-1] == 'E' || p[-1] == 'e') &&
+                 (p - 1 == sql || !(isalnum((unsigned char)p[-2]) || p[-2] == '_'));
+      p++;
+      while (*p) {
+        if (esc && *p == '\\' && p[1]) {
+          p += 2;
+          continue;
+        }
+        if (*p == ch) {
+          if (p[1] == ch) {
+            p += 2;
+            continue;
+          }
+          p++;
+          break;
+        }
+        p++;
+      }
+    } else if (ch == '-' && p[1] == '-') {
+      while (*p && *p != '\n') p++;
+    } else if (ch == '/' && p[1] == '*') {
+      int depth = 0;
+      while (*p) {
+        if (p[0] == '/' && p[1] == '*') depth++, p += 2;
+        else if (p[0] == '*' && p[1] == '/') {
+          p += 2;
+          if (--depth == 0) break;
+        } else p++;
+      }
+    } else if (ch == '$' && (p[1] == '$' || isalpha((unsigned char)p[1]) || p[1] == '_')) {
+      /* $tag$ ... $tag$; $name (a named parameter) stays as it is. */
+      const char *t = p + 1;
+      while (isalnum((unsigned char)*t) || *t == '_') t++;
+      if (*t != '$') {
+        p = t;
+      } else {
+        size_t tl = (size_t)(t - p) + 1;
+        const char *e = t + 1;
+        while (*e && strncmp(e, p, tl) != 0) e++;
+        p = *e ? e + tl : e;
+      }
+    } else if (ch == '$' && isdigit((unsigned char)p[1])) {
+      p++; /* $n: the digits are the parameter's number and stay */
+      while (isdigit((unsigned char)*p)) p++;
+    } else if (isdigit((unsigned char)ch)) {
+      while (isdigit((unsigned char)*p)) p++;
+      bool word_after = isalpha((unsigned char)*p) || *p == '_' || *p == '$' ||
+                        (unsigned char)*p >= 0x80;
+      if (!word_after) {
+        TM_TRY(tm_buf_putc(out, '?', err));
+        continue;
+      }
+    } else if (isalpha((unsigned char)ch) || ch == '_' || (unsigned char)ch >= 0x80) {
+      /* a word, with its digits */
+      p++;
+      while (isalnum((unsigned char)*p) || *p == '_' || *p == '$' || (unsigned char)*p >= 0x80) p++;
+    } else {
+      p++;
+    }
+    TM_TRY(tm_buf_append(out, start, (size_t)(p - start), err));
+  }
+  return TM_OK;
+}
+
+int tm_sql__gate_again(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
+                       tm_error *err) {
+  duckdb_prepared_statement ps = NULL;
+  if (duckdb_prepare(c, sql, &ps) == DuckDBError) {
+    int rc = prepare_error(ps, err);
+    duckdb_destroy_prepare(&ps);
+    return rc;
+  }
+  duckdb_statement_type type = duckdb_prepared_statement_type(ps);
+  bool explain = explained(sql) != NULL;
+  int rc = TM_OK;
+  if (type != DUCKDB_STATEMENT_TYPE_SELECT && type != DUCKDB_STATEMENT_TYPE_EXPLAIN)
+    rc = tm_error_set(err, TM_EINVALID, "%s is not allowed: " READ_ONLY, type_name(type));
+  else if ((type == DUCKDB_STATEMENT_TYPE_EXPLAIN) != explain)
+    rc = tm_error_set(err, TM_EINVALID, "this EXPLAIN form is not allowed");
+  if (rc != TM_OK) {
+    duckdb_destroy_prepare(&ps);
+    return rc;
+  }
+  *ps_out = ps;
   return TM_OK;
 }

@@ -374,17 +374,58 @@ static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t
 /* The longest `datasets` a statement reports: names past it are left out (a label, not a list). */
 #define DATASETS_MAX 1024
 
+/*
+ * What a session remembers of the texts that passed the gate (a session is
+ * used by one thread at a time, so none of this is shared): by shape
+ * (tm_sql__shape_key: the text with its standalone numbers made `?`), the
+ * verdict and the tables read, so that the same query again, or with other
+ * numbers (a point lookup by id, the extended protocol's Parse then Execute
+ * of one text), is only prepared and its type checked again
+ * (tm_sql__gate_again), without serializing and walking its parse tree.
+ * Only texts that passed are remembered; a refused text is checked whole
+ * each time. A query whose tables take pushdown terms (a sqlite acceleration
+ * or a federated dataset: the terms are read from its own parse tree) goes
+ * through the whole gate. Prepared statements themselves are not kept: one
+ * kept across commits kept reading the state it was bound on.
+ */
+#define CACHE_SHAPES 64
+#define CACHE_SQL_MAX 4096 /* longer texts are not remembered */
+
+typedef struct gate_names {
+  char **names;           /* owned: the tables the text reads */
+  size_t n;
+} gate_names;
+
+/* A statement that passed the gate: what it reads, and its parse tree for pushdown. */
+typedef struct gated {
+  duckdb_prepared_statement ps;
+  json_t *ast;            /* owned, or NULL when the shape path made it (or EXPLAIN) */
+  gate_names tables;
+} gated;
+
+typedef struct shape_entry {
+  char *key;              /* owned */
+  gate_names tables;
+  uint64_t used;
+} shape_entry;
+
 struct tm_sql_session {
   tm_sql_catalog *cat;    /* borrowed: outlives the session */
   duckdb_connection conn;
   int64_t timeout_ms;
   tm_sql_stmt *open;      /* the statement running, or NULL */
   char datasets[DATASETS_MAX]; /* what the last prepared statement reads */
+  duckdb_prepared_statement serializer; /* the gate's json_serialize_sql, or NULL */
+  shape_entry shapes[CACHE_SHAPES];
+  size_t n_shapes;
+  uint64_t tick;
+  tm_buf key;             /* scratch: a shape key */
 };
 
 struct tm_sql_stmt {
   tm_sql_session *s;
   duckdb_prepared_statement ps;
+  gated g;                 /* ps (g.ps), its parse tree and tables */
   duckdb_result result;
   bool has_result;
   duckdb_data_chunk chunk; /* the current chunk, or NULL */
@@ -400,6 +441,7 @@ int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
   tm_sql_session *s = tm_calloc(1, sizeof *s);
   if (!s) return tm_error_nomem(err);
   s->cat = c;
+  tm_buf_init(&s->key, CACHE_SQL_MAX * 2);
   int rc = tm_db__connect(c->db, &s->conn, err);
   if (rc < 0) {
     tm_free(s);
@@ -409,9 +451,48 @@ int tm_sql_session_new(tm_sql_session **out, tm_sql_catalog *c, tm_error *err) {
   return TM_OK;
 }
 
+static void names_dispose(gate_names *g) {
+  for (size_t i = 0; i < g->n; i++) tm_free(g->names[i]);
+  tm_free(g->names);
+  g->names = NULL;
+  g->n = 0;
+}
+
+static int names_copy(gate_names *dst, const gate_names *src, tm_error *err) {
+  dst->n = 0;
+  dst->names = tm_calloc(src->n ? src->n : 1, sizeof *dst->names);
+  if (!dst->names) return tm_error_nomem(err);
+  for (size_t i = 0; i < src->n; i++) {
+    if (!(dst->names[i] = tm_strdup(src->names[i]))) {
+      names_dispose(dst);
+      return tm_error_nomem(err);
+    }
+    dst->n = i + 1;
+  }
+  return TM_OK;
+}
+
+static void gated_dispose(gated *e) {
+  if (e->ps) duckdb_destroy_prepare(&e->ps);
+  json_decref(e->ast);
+  names_dispose(&e->tables);
+  memset(e, 0, sizeof *e);
+}
+
+static void cache_clear(tm_sql_session *s) {
+  for (size_t i = 0; i < s->n_shapes; i++) {
+    tm_free(s->shapes[i].key);
+    names_dispose(&s->shapes[i].tables);
+  }
+  s->n_shapes = 0;
+}
+
 void tm_sql_session_free(tm_sql_session *s) {
   if (!s) return;
   tm_sql_stmt_free(s->open);
+  cache_clear(s);
+  if (s->serializer) duckdb_destroy_prepare(&s->serializer);
+  tm_buf_dispose(&s->key);
   duckdb_disconnect(&s->conn);
   tm_free(s);
 }
@@ -422,7 +503,7 @@ int tm_sql_catalog_add_view(tm_sql_catalog *c, const char *name, const char *sql
   TM_TRY(tm_sql_session_new(&s, c, err));
   duckdb_prepared_statement ps = NULL;
   json_t *ast = NULL;
-  int rc = tm_sql__gate(s->conn, sql, &ps, &ast, err);
+  int rc = tm_sql__gate(s->conn, sql, NULL, &ps, &ast, err);
   if (ps) duckdb_destroy_prepare(&ps);
   json_decref(ast);
   tm_sql_session_free(s);
@@ -476,7 +557,7 @@ void tm_sql_stmt_free(tm_sql_stmt *q) {
   tm_sql_session *s = q->s;
   if (q->chunk) duckdb_destroy_data_chunk(&q->chunk);
   if (q->has_result) duckdb_destroy_result(&q->result);
-  if (q->ps) duckdb_destroy_prepare(&q->ps);
+  gated_dispose(&q->g);
   if (q->watch) tm_db__unwatch(s->cat->db, q->watch);
   if (q->pushed) tm_db__pushdown_clear(s->cat->db, s->conn);
   for (size_t i = 0; q->types && i < q->n_cols; i++) duckdb_destroy_logical_type(&q->types[i]);
@@ -493,20 +574,17 @@ static int cmp_names(const void *a, const void *b) {
 
 /*
  * Sets s->datasets to the catalog names (datasets and views, as the catalog
- * spells them) that the parse tree reads: distinct, sorted, comma-joined.
- * Names that would pass DATASETS_MAX are left out.
+ * spells them) among the tables t a statement reads: distinct, sorted,
+ * comma-joined. Names that would pass DATASETS_MAX are left out.
  */
-static int note_datasets(tm_sql_session *s, const json_t *ast, tm_error *err) {
-  char **names = NULL;
-  size_t n = 0;
-  TM_TRY(tm_sql__tables(ast, &names, &n, err));
+static int note_datasets(tm_sql_session *s, const gate_names *t, tm_error *err) {
+  const char **names = tm_calloc(t->n ? t->n : 1, sizeof *names);
+  if (!names) return tm_error_nomem(err);
   size_t k = 0;
   tm_sql_catalog *c = s->cat;
   pthread_mutex_lock(&c->mu);
-  for (size_t i = 0; i < n; i++) {
-    cat_item *it = find_item(c, names[i]);
-    tm_free(names[i]);
-    names[i] = NULL;
+  for (size_t i = 0; i < t->n; i++) {
+    cat_item *it = find_item(c, t->names[i]);
     if (!it) continue; /* a CTE, a table function, or a name SQL does not know */
     bool seen = false;
     for (size_t j = 0; j < k && !seen; j++) seen = strcmp(names[j], it->name) == 0;
@@ -525,6 +603,79 @@ static int note_datasets(tm_sql_session *s, const json_t *ast, tm_error *err) {
   return TM_OK;
 }
 
+/* Whether a table of t takes pushdown terms (read from the statement's own parse tree). */
+static bool needs_pushdown(tm_sql_catalog *c, const gate_names *t) {
+  bool any = false;
+  pthread_mutex_lock(&c->mu);
+  for (size_t i = 0; i < t->n && !any; i++) {
+    cat_item *it = find_item(c, t->names[i]);
+    any = it && (it->provider || (it->engine && tm_engine__scan_provider(it->engine)));
+  }
+  pthread_mutex_unlock(&c->mu);
+  return any;
+}
+
+/* Remembers that the texts of shape key pass the gate, reading tables t. */
+static void remember_shape(tm_sql_session *s, const char *key, const gate_names *t) {
+  shape_entry *slot = NULL;
+  if (s->n_shapes < CACHE_SHAPES) {
+    slot = &s->shapes[s->n_shapes];
+  } else {
+    for (size_t i = 0; i < s->n_shapes; i++)
+      if (!slot || s->shapes[i].used < slot->used) slot = &s->shapes[i];
+  }
+  tm_error e;
+  tm_error_init(&e);
+  gate_names copy;
+  char *k = tm_strdup(key);
+  if (!k || names_copy(&copy, t, &e) != TM_OK) {
+    tm_free(k);
+    return; /* not remembered: the next text of this shape is checked whole */
+  }
+  if (slot == &s->shapes[s->n_shapes]) {
+    s->n_shapes++;
+  } else {
+    tm_free(slot->key);
+    names_dispose(&slot->tables);
+  }
+  slot->key = k;
+  slot->tables = copy;
+  slot->used = ++s->tick;
+}
+
+/*
+ * The read-only gate with the session's memory (see struct tm_sql_session):
+ * fills out (the prepared statement, bindings clear; its parse tree, NULL for
+ * EXPLAIN or when the shape path made it; its tables) for the caller to
+ * dispose (gated_dispose).
+ */
+static int session_gate(tm_sql_session *s, const char *sql, gated *out, tm_error *err) {
+  memset(out, 0, sizeof *out);
+  shape_entry *shape = NULL;
+  bool have_key = false;
+  if (strlen(sql) <= CACHE_SQL_MAX) {
+    tm_error ke;
+    tm_error_init(&ke);
+    have_key = tm_sql__shape_key(sql, &s->key, &ke) == TM_OK;
+    for (size_t i = 0; have_key && i < s->n_shapes && !shape; i++)
+      if (!strcmp(s->shapes[i].key, tm_buf_cstr(&s->key))) shape = &s->shapes[i];
+    if (shape && needs_pushdown(s->cat, &shape->tables)) shape = NULL;
+  }
+  int rc;
+  if (shape) {
+    shape->used = ++s->tick;
+    rc = tm_sql__gate_again(s->conn, sql, &out->ps, err);
+    if (rc == TM_OK) rc = names_copy(&out->tables, &shape->tables, err);
+  } else {
+    rc = tm_sql__gate(s->conn, sql, &s->serializer, &out->ps, &out->ast, err);
+    if (rc == TM_OK && out->ast)
+      rc = tm_sql__tables(out->ast, &out->tables.names, &out->tables.n, err);
+    if (rc == TM_OK && out->ast && have_key) remember_shape(s, tm_buf_cstr(&s->key), &out->tables);
+  }
+  if (rc != TM_OK) gated_dispose(out);
+  return rc;
+}
+
 int tm_sql_prepare(tm_sql_session *s, const char *sql, tm_sql_stmt **out, tm_error *err) {
   return tm_sql_prepare_params(s, sql, NULL, out, err);
 }
@@ -537,19 +688,18 @@ int tm_sql_prepare_params(tm_sql_session *s, const char *sql, const tm_sql_param
   if (!q) return tm_error_nomem(err);
   q->s = s;
   s->open = q;
-  json_t *ast = NULL;
   char *text = NULL; /* the text with `:name` made `$name`, when values are given */
   int rc = TM_OK;
   if (params) {
     if (!(text = tm_strdup(sql))) rc = tm_error_nomem(err);
     else tm_sql_colon_params(text, strlen(text));
   }
-  if (rc == TM_OK) rc = tm_sql__gate(s->conn, text ? text : sql, &q->ps, &ast, err);
+  if (rc == TM_OK) rc = session_gate(s, text ? text : sql, &q->g, err);
   tm_free(text);
-  if (rc == TM_OK && ast) rc = note_datasets(s, ast, err);
+  if (rc == TM_OK) q->ps = q->g.ps;
+  if (rc == TM_OK) rc = note_datasets(s, &q->g.tables, err);
   if (rc == TM_OK && params) rc = tm_sql__bind(q->ps, params, err);
-  if (rc == TM_OK && ast) rc = post_pushdown(s->cat, s->conn, ast, &q->pushed, err);
-  json_decref(ast);
+  if (rc == TM_OK && q->g.ast) rc = post_pushdown(s->cat, s->conn, q->g.ast, &q->pushed, err);
   if (rc == TM_OK && s->timeout_ms > 0)
     q->watch = tm_db__watch(s->cat->db, s->conn, tm_monotonic_ns() + s->timeout_ms * 1000000);
   if (rc == TM_OK) {
@@ -672,11 +822,11 @@ int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_er
   memset(out, 0, sizeof *out);
   if (s->open) return tm_error_set(err, TM_ECONFLICT, "the session is running another statement");
   duckdb_prepared_statement ps = NULL;
-  json_t *ast = NULL;
   tm_sql_shape sh;
   memset(&sh, 0, sizeof sh);
-  int rc = tm_sql__gate(s->conn, sql, &ps, &ast, err);
-  json_decref(ast);
+  gated g;
+  int rc = session_gate(s, sql, &g, err);
+  if (rc == TM_OK) ps = g.ps;
   if (rc == TM_OK) {
     sh.n_params = (size_t)duckdb_nparams(ps);
     sh.n_cols = (size_t)duckdb_prepared_statement_column_count(ps);
@@ -708,7 +858,7 @@ int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_er
     sh.col_types[i] = lt ? tm_sql__kind(lt) : TM_SQLT_OTHER;
     if (lt) duckdb_destroy_logical_type(&lt);
   }
-  if (ps) duckdb_destroy_prepare(&ps);
+  if (rc == TM_OK || ps) gated_dispose(&g);
   if (rc != TM_OK) {
     tm_sql_shape_dispose(&sh);
     return rc;

@@ -17,8 +17,21 @@
  * tree DuckDB serialized (json_serialize_sql), for pushdown.
  * Errors: TM_EINVALID naming what was refused, DuckDB's parse and bind errors.
  */
-int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
-                 json_t **ast_out, tm_error *err) TM_WARN_UNUSED;
+int tm_sql__gate(duckdb_connection c, const char *sql, duckdb_prepared_statement *helper,
+                 duckdb_prepared_statement *ps_out, json_t **ast_out, tm_error *err) TM_WARN_UNUSED;
+/*
+ * gate.c: the key under which a session remembers that a text passed the
+ * gate (session.c): sql with its standalone numbers made `?`; texts with one
+ * key get one verdict (the comment at the definition says why). out is cleared.
+ */
+int tm_sql__shape_key(const char *sql, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
+/*
+ * gate.c: prepares sql, whose shape passed tm_sql__gate, and checks again
+ * what depends on the text itself: DuckDB parses it as one statement and its
+ * type is a SELECT (or the EXPLAIN it starts with).
+ */
+int tm_sql__gate_again(duckdb_connection c, const char *sql, duckdb_prepared_statement *ps_out,
+                       tm_error *err) TM_WARN_UNUSED;
 
 /*
  * params.c: binds p's values to ps (positional or by name, sql.h), checking

@@ -136,7 +136,7 @@ int tm_sqlsource_new(tm_sqlsource **out, tm_db *db, tm_source *src, const char *
   tm_buf_dispose(&view);
   json_t *ast = NULL;
   if (rc == TM_OK) {
-    rc = tm_sql__gate(s->conn, sql, &s->ps, &ast, err);
+    rc = tm_sql__gate(s->conn, sql, NULL, &s->ps, &ast, err);
     if (rc < 0) tm_error_prefix(err, "refresh_sql");
   }
   if (rc == TM_OK && !ast)

@@ -81,6 +81,9 @@ typedef struct conn_state {
   bool failed_txn;            /* an error inside it: 'E' until ROLLBACK */
   bool closing;
   tm_error err;
+  tm_sql_session *own;        /* the connection's session, kept between statements (its
+                                 memory of passed texts and prepared statements), or NULL */
+  bool own_busy;              /* a statement or portal is using it */
 } conn_state;
 
 /* ---- socket I/O ----------------------------------------------------------------------------- */
@@ -149,6 +152,31 @@ static void send_error(conn_state *s, const char *severity, const char *code, co
     flush(s);
     s->closing = true;
   }
+}
+
+/* ---- sessions ------------------------------------------------------------------------------- */
+
+/*
+ * A session for one statement: the connection's own when it is free (taken
+ * from the runtime's pool at the first statement and kept until the
+ * connection ends, so that a text it has run before skips the gate's parse
+ * and DuckDB's prepare: engine/sql/session.c), else one of the pool's (a
+ * portal suspended by a row limit holds the connection's own).
+ */
+static int session_take(conn_state *s, tm_sql_session **out, tm_error *err) {
+  if (!s->own) TM_TRY(tm_rt__session_take(s->rt, &s->own, err));
+  if (!s->own_busy) {
+    s->own_busy = true;
+    *out = s->own;
+    return TM_OK;
+  }
+  return tm_rt__session_take(s->rt, out, err);
+}
+
+static void session_put(conn_state *s, tm_sql_session *ss) {
+  if (!ss) return;
+  if (ss == s->own) s->own_busy = false;
+  else session_put(s, ss);
 }
 
 /* ---- startup and authentication -------------------------------------------------------------- */
@@ -323,7 +351,7 @@ static void portal_stop(conn_state *s, pg_portal *p) {
   pthread_mutex_lock(&s->c->srv->mu);
   if (s->c->live == p->session) s->c->live = NULL;
   pthread_mutex_unlock(&s->c->srv->mu);
-  tm_rt__session_put(s->rt, p->session);
+  session_put(s, p->session);
   p->session = NULL;
 }
 
@@ -479,7 +507,7 @@ static void note_query(conn_state *s, const pg_portal *p, int rc, const tm_error
 /* Starts a portal's DuckDB statement in a session of the pool (the session stays the portal's). */
 static int portal_start(conn_state *s, pg_portal *p, tm_error *err) {
   p->t0_ns = tm_monotonic_ns();
-  TM_TRY(tm_rt__session_take(s->rt, &p->session, err));
+  TM_TRY(session_take(s, &p->session, err));
   pthread_mutex_lock(&s->c->srv->mu);
   s->c->live = p->session;
   pthread_mutex_unlock(&s->c->srv->mu);
@@ -567,7 +595,7 @@ static int copy_out(conn_state *s, const tm_pg_special_result *sp, tm_error *err
   memset(&p, 0, sizeof p);
   tm_buf row = TM_BUF_INIT(OUT_LIMIT);
   p.t0_ns = tm_monotonic_ns();
-  int rc = tm_rt__session_take(s->rt, &p.session, err);
+  int rc = session_take(s, &p.session, err);
   if (rc != TM_OK) return rc;
   pthread_mutex_lock(&s->c->srv->mu);
   s->c->live = p.session;
@@ -641,7 +669,7 @@ static int execute_prepared(conn_state *s, const tm_pg_special_result *sp, tm_er
   if (sp->inner_sql) {
     tm_sql_session *ss = NULL;
     tm_sql_stmt *args = NULL;
-    rc = tm_rt__session_take(s->rt, &ss, err);
+    rc = session_take(s, &ss, err);
     if (rc == TM_OK) rc = tm_sql_prepare(ss, sp->inner_sql, &args, err);
     if (rc == TM_OK) rc = tm_sql_step(args, err);
     size_t n = rc == TM_OK ? tm_sql_column_count(args) : 0;
@@ -668,7 +696,7 @@ static int execute_prepared(conn_state *s, const tm_pg_special_result *sp, tm_er
     }
     tm_buf_dispose(&cell);
     tm_sql_stmt_free(args);
-    tm_rt__session_put(s->rt, ss);
+    session_put(s, ss);
   }
   if (rc == TM_OK && p.params.n != st->shape.n_params)
     rc = tm_error_set(err, TM_EINVALID, "EXECUTE %s: %zu arguments for %zu parameters",
@@ -747,9 +775,9 @@ static int stmt_new(conn_state *s, const char *name, const char *sql, bool apply
   else if (rc == TM_OK && !(st->sql = tm_strdup(sql))) rc = tm_error_nomem(err);
   if (rc == TM_OK && st->special.kind == PG_DUCKDB && describe) {
     tm_sql_session *ss = NULL;
-    rc = tm_rt__session_take(s->rt, &ss, err);
+    rc = session_take(s, &ss, err);
     if (rc == TM_OK) rc = tm_sql_describe(ss, st->sql, &st->shape, err);
-    tm_rt__session_put(s->rt, ss);
+    session_put(s, ss);
   }
   if (rc != TM_OK) {
     stmt_free(st);
@@ -1069,6 +1097,7 @@ void tm_pg__conn_run(tm_pg_conn *c) {
     flush(s);
     close_portals(s);
     while (s->n_stmts) stmt_free(s->stmts[--s->n_stmts]);
+    tm_rt__session_put(s->rt, s->own);
     tm_buf_dispose(&s->out);
     tm_buf_dispose(&s->scratch);
     tm_free(s->body);

@@ -273,6 +273,47 @@ static int set_text(tm_sql_param *out, const char *s, size_t n, tm_error *err) {
   return TM_OK;
 }
 
+/*
+ * A binary numeric (numeric_send: Int16 ndigits, weight, sign, dscale, then
+ * ndigits base-10000 digits, the first of weight 10000^weight) as its exact
+ * decimal text, which DuckDB casts to what its place needs. The counts are
+ * checked against the value's length and bounded (PostgreSQL's own limits:
+ * weight and dscale within 1000 groups and digits here).
+ */
+static int numeric_param(tm_sql_param *out, const uint8_t *p, size_t n, tm_error *err) {
+  if (n < 8) return tm_error_set(err, TM_EINVALID, "a binary numeric parameter of %zu bytes", n);
+  int ndigits = (int16_t)be(p, 2), weight = (int16_t)be(p + 2, 2), dscale = (int16_t)be(p + 6, 2);
+  unsigned sign = (unsigned)be(p + 4, 2);
+  if (sign == 0xC000) return set_text(out, "NaN", 3, err);
+  if (sign == 0xD000) return set_text(out, "Infinity", 8, err);
+  if (sign == 0xF000) return set_text(out, "-Infinity", 9, err);
+  if ((sign != 0 && sign != 0x4000) || ndigits < 0 || (size_t)ndigits * 2 + 8 != n ||
+      weight < -1000 || weight > 1000 || dscale < 0 || dscale > 1000)
+    return tm_error_set(err, TM_EINVALID, "a malformed binary numeric parameter");
+  for (int i = 0; i < ndigits; i++)
+    if (be(p + 8 + 2 * i, 2) > 9999) return tm_error_set(err, TM_EINVALID, "a malformed binary numeric parameter");
+  tm_buf t = TM_BUF_INIT(16384);
+  int rc = sign == 0x4000 ? tm_buf_putc(&t, '-', err) : TM_OK;
+  /* The group of exponent weight - j is digit j (0 past the digits or before them). */
+  if (rc == TM_OK && weight < 0) rc = tm_buf_putc(&t, '0', err);
+  for (int j = 0; rc == TM_OK && j <= weight; j++) {
+    unsigned g = j < ndigits ? (unsigned)be(p + 8 + 2 * j, 2) : 0;
+    rc = j == 0 ? tm_buf_printf(&t, err, "%u", g) : tm_buf_printf(&t, err, "%04u", g);
+  }
+  if (rc == TM_OK && dscale > 0) {
+    rc = tm_buf_putc(&t, '.', err);
+    size_t at = t.len;
+    for (int j = weight + 1; rc == TM_OK && (int)(t.len - at) < dscale; j++) {
+      unsigned g = j >= 0 && j < ndigits ? (unsigned)be(p + 8 + 2 * j, 2) : 0;
+      rc = tm_buf_printf(&t, err, "%04u", g);
+    }
+    if (rc == TM_OK) t.len = at + (size_t)dscale;
+  }
+  if (rc == TM_OK) rc = set_text(out, t.ptr, t.len, err);
+  tm_buf_dispose(&t);
+  return rc;
+}
+
 int tm_pg__param(const tm_pg_value *v, bool binary, uint32_t oid, tm_sql_type kind,
                  tm_sql_param *out, tm_error *err) {
   memset(out, 0, sizeof *out);
@@ -337,6 +378,8 @@ int tm_pg__param(const tm_pg_value *v, bool binary, uint32_t oid, tm_sql_type ki
       tn = tm_time_print(tmp, sizeof tmp, sec, (int32_t)(frac * 1000), -1, t == TM_SQLT_TIMESTAMPTZ);
       return set_text(out, tmp, tn, err);
     }
+    case TM_SQLT_NUMERIC:
+      return numeric_param(out, p, n, err);
     case TM_SQLT_BLOB:
       out->kind = TM_SQL_PARAM_BLOB;
       if (!(out->text = tm_malloc(n ? n : 1))) return tm_error_nomem(err);

@@ -11,6 +11,7 @@
 #include "engine/db.h"
 #include "engine/engine.h"
 #include "engine/sql.h"
+#include "engine/sql/sql_int.h"
 #include "tm_test.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -351,6 +352,57 @@ TM_TEST(sql_d4_gate_refuses_writes_and_files) {
   tm_sql_catalog_free(cat);
   tm_engine_release(a);
   tm_engine_release(b);
+}
+
+/*
+ * D4 with the session's memory of passed texts (session.c, issue 20): the
+ * shape key masks standalone numbers only; texts of one shape are answered
+ * with their own values; a refused text is refused every time, also after
+ * passed texts that look like it; the same text again sees later commits.
+ */
+TM_TEST(sql_d4_gate_memory_keeps_verdicts) {
+  tm_error err;
+  tm_buf key = TM_BUF_INIT(1 << 16);
+  TM_ASSERT_OK(tm_sql__shape_key("SELECT 'a1', \"x2\", $1, t3, 42, 4.5, 1e5, E'\\'7' -- 8\n/* 9 */ 10",
+                                 &key, &err), &err);
+  TM_ASSERT_STR_EQ(tm_buf_cstr(&key), "SELECT 'a1', \"x2\", $1, t3, ?, ?.?, 1e5, E'\\'7' -- 8\n/* 9 */ ?");
+  TM_ASSERT_OK(tm_sql__shape_key("SELECT $$a 1$$, $t$ 2 $t$, 3", &key, &err), &err);
+  TM_ASSERT_STR_EQ(tm_buf_cstr(&key), "SELECT $$a 1$$, $t$ 2 $t$, ?");
+  tm_buf_dispose(&key);
+
+  tm_sql_catalog *cat;
+  TM_ASSERT_OK(tm_sql_catalog_new(&cat, tm_test_db(), &err), &err);
+  tm_engine *a = open_events(TM_ENGINE_CAYENNE, "ev", false);
+  load(a, 0, 10, 10);
+  TM_ASSERT_OK(tm_sql_catalog_add(cat, a, &err), &err);
+  tm_sql_session *s;
+  TM_ASSERT_OK(tm_sql_session_new(&s, cat, &err), &err);
+  for (int round = 0; round < 3; round++) {
+    char sql[128], want[64];
+    snprintf(sql, sizeof sql, "SELECT id FROM ev WHERE id = %d", 3 + round);
+    snprintf(want, sizeof want, "id\r\n%d\r\n", 3 + round);
+    char *got = query(s, sql, TM_OUT_CSV);
+    TM_ASSERT_STR_EQ(got, want);
+    tm_free(got);
+    const char *refused[] = {"DELETE FROM ev WHERE id = 3", "SELECT * FROM read_csv('/etc/passwd') WHERE 1 = 3",
+                             "SELECT id FROM ev WHERE id = 3; DELETE FROM ev", "SELECT * FROM '/etc/passwd' LIMIT 3",
+                             "SELECT id FROM ev WHERE id = 3 AND current_setting('temp_directory') = 3"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+      tm_buf out = TM_BUF_INIT(1 << 20);
+      int rc = tm_sql_query(s, refused[i], TM_OUT_CSV, buf_sink, &out, NULL, &err);
+      TM_ASSERT_MSG(rc == TM_EINVALID, "round %d, %s: rc %d (%s)", round, refused[i], rc, err.message);
+      tm_buf_dispose(&out);
+    }
+    /* The same text again: it sees the rows committed since. */
+    got = query(s, "SELECT count(*) AS n FROM ev", TM_OUT_CSV);
+    snprintf(want, sizeof want, "n\r\n%d\r\n", 10 + 5 * round);
+    TM_ASSERT_STR_EQ(got, want);
+    tm_free(got);
+    load(a, 100 + 5 * round, 5, 5);
+  }
+  tm_sql_session_free(s);
+  tm_sql_catalog_free(cat);
+  tm_engine_release(a);
 }
 
 /* Past the time limit: TM_ETIMEOUT; past the memory limit: TM_ETOOLARGE; the session goes on. */

@@ -163,7 +163,7 @@ static void pushdown_of(fixture *f, const char *sql, tm_predicate *p) {
   tm_error err;
   duckdb_prepared_statement ps = NULL;
   json_t *ast = NULL;
-  TM_ASSERT_OK(tm_sql__gate(f->c, sql, &ps, &ast, &err), &err);
+  TM_ASSERT_OK(tm_sql__gate(f->c, sql, NULL, &ps, &ast, &err), &err);
   tm_predicate_init(p);
   TM_ASSERT_OK(tm_sql__pushdown(ast, "ev", &f->schema, p, &err), &err);
   json_decref(ast);
