@@ -20,7 +20,10 @@
  *     TM_ETIMEOUT, and the instance's 256 MiB memory limit ends single calls
  *     that build huge values;
  *   - render valid JSON: a JSON result must parse.
- * The session is reused across inputs, as the runtime reuses pooled sessions.
+ * The session is reused across inputs, as the runtime reuses pooled sessions:
+ * the shapes it remembers of texts that passed (session.c; an input that
+ * differs from an earlier one in its numbers skips the parse-tree checks)
+ * are under the same invariants.
  *
  * Seed corpus (fuzz/corpora/fuzz_sql_gate/): reads of both tables (filters
  * that push down, joins, aggregates, window functions, CTEs, nested values),
