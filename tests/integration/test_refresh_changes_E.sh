@@ -36,6 +36,21 @@ refresh() { # DATASET: triggers a refresh and waits for its outcome
   for i in $(seq 300); do [[ $(doc "$1") != "$before" ]] && return 0; sleep 0.05; done
   fail "the refresh of $1 did not finish"
 }
+refresh_all() { # DATASET...: triggers their refreshes at once, then waits for each
+  local ds i before=()
+  for ds in "$@"; do before+=("$(doc "$ds")"); done
+  for ds in "$@"; do
+    api POST "/v1/datasets/$ds/acceleration/refresh"
+    assert_eq "$STATUS" 201 "trigger $ds: $BODY"
+  done
+  i=0
+  for ds in "$@"; do
+    local k
+    for k in $(seq 400); do [[ $(doc "$ds") != "${before[$i]}" ]] && break; sleep 0.05; done
+    [[ $(doc "$ds") != "${before[$i]}" ]] || fail "the refresh of $ds did not finish"
+    i=$((i + 1))
+  done
+}
 # Rows of one relation not matched in the other, both ways, as a multiset.
 differ() { sql_value "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL SELECT * FROM $2)) + (SELECT count(*) FROM (SELECT * FROM $2 EXCEPT ALL SELECT * FROM $1)) AS n"; }
 
@@ -43,7 +58,7 @@ differ() { sql_value "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL 
 # is what the cayenne dataset's refresh did: "changes +I -D", "full", ...
 step() {
   local want=$1 what=$2 ds
-  for ds in cay duck arr keyed whole; do refresh $ds; done
+  refresh_all cay duck arr keyed whole
   local d; d=$(doc cay)
   local got; got=$(jq -r '"\(.read) +\(.rows_written) -\(.rows_deleted)\(if .fallback_reason then " " + .fallback_reason else "" end)"' <<<"$d")
   [[ $got == $want* ]] || fail "$what: cay refreshed [$got], want [$want]"
@@ -141,31 +156,38 @@ printf 'datasets:\n  - {from: "iceberg:file://wh/v3", name: s, acceleration: {en
 tm config check -c bad.yaml >out 2>&1 && fail "changes on sqlite was accepted"
 assert_contains "$(cat out)" "not available on engine sqlite"
 
-# The real tables with deletes, metadata version by version: the changes
-# acceleration equals a full refresh of the same version (one `tidemark
-# refresh` per version; the tables are small).
-real_table() { # TABLE
-  local table=$1 n=0
-  rm -rf tbl .tidemark
-  cp -r "$TESTDATA/iceberg/$table" tbl
-  while IFS=, read -r meta op rows; do
-    cat > tm.yaml <<YAML
-datasets:
-  - {from: "iceberg:file://tbl", name: chg, params: {metadata_path: tbl/$meta}, acceleration: {refresh_mode: changes}}
-  - {from: "iceberg:file://tbl", name: whole, params: {metadata_path: tbl/$meta}, acceleration: {refresh_mode: full}}
-YAML
-    tm refresh -c tm.yaml >out 2>err || { cat err >&2; fail "$table $meta: refresh failed"; }
-    [[ $n == 0 ]] || grep -q '^chg: .* via changes' out || { cat out >&2; fail "$table $meta: not via changes"; }
-    local diff; diff=$(tm_sql tm.yaml "SELECT (SELECT count(*) FROM (SELECT * FROM chg EXCEPT ALL SELECT * FROM whole)) + (SELECT count(*) FROM (SELECT * FROM whole EXCEPT ALL SELECT * FROM chg)), (SELECT count(*) FROM chg)")
-    [[ $rows == '?' ]] && rows=${diff#*,}
-    assert_eq "$diff" "0,$rows" "$table $meta ($op): changes equals full (E3)"
-    n=$((n + 1))
-  done < <(node "$TM_SOURCE_DIR/tests/node/iceberg-history.mjs" "$TESTDATA/iceberg" "$table")
-  [[ $n -gt 1 ]] || fail "$table: fewer than two versions"
-}
+# The real tables with deletes, metadata version by version (version-hint.text
+# names each metadata file in turn, as the writer produced them): the changes
+# acceleration equals a full refresh of the same version.
+real=(iceberg_v2_delete_both_eq_and_pos equality_deletes_mytable_partitioned
+      iceberg_spark_compaction_with_dangling_delete iceberg_v3_deletion_vectors deletion_vectors)
 require_shared "$TESTDATA/iceberg"
-for t in iceberg_v2_delete_both_eq_and_pos equality_deletes_mytable_partitioned \
-         iceberg_spark_compaction_with_dangling_delete iceberg_v3_deletion_vectors deletion_vectors; do
-  real_table "$t"
+rm -rf .tidemark
+echo "datasets:" > tm.yaml
+for t in "${real[@]}"; do
+  cp -r "$TESTDATA/iceberg/$t" "r_$t"
+  node "$TM_SOURCE_DIR/tests/node/iceberg-history.mjs" "$TESTDATA/iceberg" "$t" > "r_$t.history"
+  [[ $(wc -l < "r_$t.history") -gt 1 ]] || fail "$t: fewer than two versions"
+  basename "$(head -1 "r_$t.history" | cut -d, -f1)" > "r_$t/metadata/version-hint.text"
+  cat >> tm.yaml <<YAML
+  - {from: "iceberg:file://r_$t", name: c_$t, acceleration: {refresh_mode: changes, refresh_check_interval: 1h}}
+  - {from: "iceberg:file://r_$t", name: f_$t, acceleration: {refresh_mode: full, refresh_check_interval: 1h}}
+YAML
 done
+start_server tm.yaml
+wait_until 60 is_ready || fail "not ready (real tables)"
+for t in "${real[@]}"; do
+  n=0
+  while IFS=, read -r meta op rows; do
+    if [[ $n -gt 0 ]]; then
+      basename "$meta" > "r_$t/metadata/version-hint.text"
+      refresh_all "c_$t" "f_$t"
+      assert_eq "$(jq -r .read <<<"$(doc "c_$t")")" "changes" "$t $meta ($op): applied as changes"
+    fi
+    assert_eq "$(differ "c_$t" "f_$t")" 0 "$t $meta ($op): changes equals full (E3)"
+    [[ $rows == '?' ]] || assert_eq "$(sql_value "SELECT count(*) AS n FROM c_$t")" "$rows" "$t $meta: rows"
+    n=$((n + 1))
+  done < "r_$t.history"
+done
+stop_server
 echo ok
