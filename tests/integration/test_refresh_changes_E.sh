@@ -27,29 +27,20 @@ datasets:
   - {from: "iceberg:file://$1", name: whole, acceleration: {refresh_mode: full, refresh_check_interval: 1h}}
 YAML
 }
-doc() { api GET "/v1/datasets/$1/acceleration"; jq -c .last_refresh <<<"$BODY"; }
-refresh() { # DATASET: triggers a refresh and waits for its outcome
-  local before; before=$(doc "$1")
-  api POST "/v1/datasets/$1/acceleration/refresh"
-  assert_eq "$STATUS" 201 "trigger $1: $BODY"
-  local i
-  for i in $(seq 300); do [[ $(doc "$1") != "$before" ]] && return 0; sleep 0.05; done
-  fail "the refresh of $1 did not finish"
-}
+doc() { curl -s "$BASE/v1/datasets/$1/acceleration" | jq -c .last_refresh; }
+# The last_refresh of each dataset, a line each (one curl, one jq).
+docs() { curl -s $(printf "$BASE/v1/datasets/%s/acceleration " "$@") | jq -c .last_refresh; }
 refresh_all() { # DATASET...: triggers their refreshes at once, then waits for each
-  local ds i before=()
-  for ds in "$@"; do before+=("$(doc "$ds")"); done
-  for ds in "$@"; do
-    api POST "/v1/datasets/$ds/acceleration/refresh"
-    assert_eq "$STATUS" 201 "trigger $ds: $BODY"
+  local before codes k
+  before=$(docs "$@")
+  codes=$(curl -s -w '%{http_code} ' -X POST $(printf -- "-o /dev/null $BASE/v1/datasets/%s/acceleration/refresh " "$@"))
+  [[ $codes =~ ^(201 )+$ ]] || fail "trigger $*: $codes"
+  for k in $(seq 600); do
+    # Done when no line is the same as before.
+    [[ -z $(paste -d'\n' <(docs "$@") <(echo "$before") | paste - - | awk -F'\t' '$1 == $2') ]] && return 0
+    sleep 0.05
   done
-  i=0
-  for ds in "$@"; do
-    local k
-    for k in $(seq 400); do [[ $(doc "$ds") != "${before[$i]}" ]] && break; sleep 0.05; done
-    [[ $(doc "$ds") != "${before[$i]}" ]] || fail "the refresh of $ds did not finish"
-    i=$((i + 1))
-  done
+  fail "the refreshes of $* did not finish"
 }
 # Rows of one relation not matched in the other, both ways, as a multiset.
 differ() { sql_value "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL SELECT * FROM $2)) + (SELECT count(*) FROM (SELECT * FROM $2 EXCEPT ALL SELECT * FROM $1)) AS n"; }
@@ -57,15 +48,13 @@ differ() { sql_value "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL 
 # step WANT_READ WHAT: refreshes every dataset and compares (E3); WANT_READ
 # is what the cayenne dataset's refresh did: "changes +I -D", "full", ...
 step() {
-  local want=$1 what=$2 ds
+  local want=$1 what=$2
   refresh_all cay duck arr keyed whole
-  local d; d=$(doc cay)
-  local got; got=$(jq -r '"\(.read) +\(.rows_written) -\(.rows_deleted)\(if .fallback_reason then " " + .fallback_reason else "" end)"' <<<"$d")
+  local got; got=$(doc cay | jq -r '"\(.read) +\(.rows_written) -\(.rows_deleted)\(if .fallback_reason then " " + .fallback_reason else "" end)"')
   [[ $got == $want* ]] || fail "$what: cay refreshed [$got], want [$want]"
-  for ds in cay duck arr; do
-    assert_eq "$(differ $ds whole)" 0 "$what: $ds equals the table (E3)"
-  done
-  assert_eq "$(differ keyed "(SELECT DISTINCT * FROM whole)")" 0 "$what: keyed equals the table (E3, E6)"
+  # One query: the rows each acceleration has that the table has not, and back (E3).
+  sql "SELECT $(for ds in cay duck arr; do printf "(SELECT count(*) FROM (SELECT * FROM $ds EXCEPT ALL SELECT * FROM whole)) + (SELECT count(*) FROM (SELECT * FROM whole EXCEPT ALL SELECT * FROM $ds)) AS $ds, "; done) (SELECT count(*) FROM (SELECT * FROM keyed EXCEPT ALL SELECT DISTINCT * FROM whole)) + (SELECT count(*) FROM (SELECT DISTINCT * FROM whole EXCEPT ALL SELECT * FROM keyed)) AS keyed"
+  assert_eq "$(jq -c '.[0]' <<<"$BODY")" '{"cay":0,"duck":0,"arr":0,"keyed":0}' "$what: every acceleration equals the table (E3, E6)"
 }
 icebird_check() { # TABLE WHAT
   sql "SELECT * FROM cay"
@@ -144,7 +133,16 @@ start_server tm.yaml
 wait_until 60 is_ready || fail "not ready (v3)"
 tm iceberg delete wh/v3 --where "id = 2" >/dev/null
 step "changes +0 -1" "deletion vector"
+# E5: the merged vector replaces the first, whose Puffin file is then gone
+# (as an expire or orphan clean-up would leave it): the changes cannot read
+# the saved snapshot's deletes, and that refresh reloads in full.
+dv1=$(tm iceberg files wh/v3 --format csv | tr -d '\r' | awk -F, '$2 == "deletion-vector" {print $1}' | sed 's|^file://||')
+[[ -f $dv1 ]] || fail "no deletion vector file: [$dv1]"
 tm iceberg delete wh/v3 --where "id = 4" >/dev/null
+rm "$dv1"
+step "full" "the saved snapshot's deletion vector is gone"
+assert_eq "$(jq -r .fallback_reason <<<"$(doc cay)")" "files_expired" "a missing file: reason"
+tm iceberg delete wh/v3 --where "id = 3" >/dev/null
 step "changes +0 -1" "deletion vector replaced by a merged one"
 stop_server
 
