@@ -411,8 +411,8 @@ static int filter_by_bound(run *r, const tm_time_bound *bound, tm_batch **cur, t
 #define DELETE_IN_MAX 4096
 static int delete_rows(run *r, tm_engine_txn *txn, const tm_batch *b) {
   bool by_pos = b->schema.n_cols == 3;
-  tm_colview seq = tm_batch_col(b, 0), file = tm_batch_col(b, 1), pos;
-  if (by_pos) pos = tm_batch_col(b, 2);
+  tm_colview seq = tm_batch_col(b, 0), file = tm_batch_col(b, 1);
+  tm_colview pos = by_pos ? tm_batch_col(b, 2) : seq;
   tm_buf sql = TM_BUF_INIT(1 << 20);
   int rc = TM_OK;
   for (int64_t i = 0; i < b->n_rows && rc == TM_OK;) {
