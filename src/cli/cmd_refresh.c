@@ -318,8 +318,9 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
     const tm_dataset_def *d = &cfg.datasets[i];
     if (selected(d, args) && d->has_acceleration && d->acceleration.enabled &&
         d->acceleration.refresh_mode != TM_REFRESH_APPEND) {
-      code = tm_cli_usage_error(cmd, "dataset '%s' refreshes in full mode; an append refresh needs "
-                                     "refresh_mode: append in the config", d->name);
+      code = tm_cli_usage_error(cmd, "dataset '%s' refreshes in %s mode; an append refresh needs "
+                                     "refresh_mode: append in the config", d->name,
+                                tm_refresh_mode_name(d->acceleration.refresh_mode));
       tm_config_dispose(&cfg);
       return code;
     }

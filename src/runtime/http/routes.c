@@ -276,9 +276,9 @@ static void h_refresh(void *app, tm_http_request *req, tm_http_reply *rep) {
         } else if (strcmp(m, "append") == 0) {
           if (d->acceleration.refresh_mode != TM_REFRESH_APPEND) {
             tm_http_reply_message(rep, 400,
-                                  "dataset '%s' refreshes in full mode; an append refresh needs "
+                                  "dataset '%s' refreshes in %s mode; an append refresh needs "
                                   "refresh_mode: append in the config",
-                                  d->name);
+                                  d->name, tm_refresh_mode_name(d->acceleration.refresh_mode));
             json_decref(body);
             return;
           }
