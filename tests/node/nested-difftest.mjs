@@ -177,7 +177,7 @@ for (const [i, c] of cases.entries()) {
   console.log(`${ok ? 'ok  ' : 'FAIL'} map_no_value.parquet (fed): my_map = my_map_no_v: ${JSON.stringify(got)}`);
 }
 // `tidemark parquet cat [--nested-json] --format json`: nested values as JSON values.
-for (const flags of [['--nested-json'], []]) {
+for (const flags of [['--nested-json'], ['--nested']]) {
   const c = cases[0];
   const r = spawnSync(bin, ['parquet', 'cat', ...flags, '--format', 'json', own],
     { encoding: 'utf8', maxBuffer: 256 << 20 });
@@ -194,7 +194,7 @@ for (const flags of [['--nested-json'], []]) {
       checked++;
     }
   if (bad) failures++;
-  console.log(`${bad ? 'FAIL' : 'ok  '} ${c.name} (parquet cat ${flags.join(' ') || '(native)'}): ${bad ?? `${c.want.length} rows`}`);
+  console.log(`${bad ? 'FAIL' : 'ok  '} ${c.name} (parquet cat ${flags.join(' ')}): ${bad ?? `${c.want.length} rows`}`);
 }
 console.log(`${checked} values compared`);
 process.exit(failures ? 1 : 0);

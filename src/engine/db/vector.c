@@ -180,10 +180,11 @@ static int read_nested(duckdb_vector v, idx_t base, idx_t n, tm_colbuilder *cb, 
   if (depth > TM_NTYPE_MAX_DEPTH) return tm_error_set(err, TM_EUNSUPPORTED, "nested too deep");
   uint64_t *mask = duckdb_vector_get_validity(v);
   if (cb->type.id == TM_TYPE_STRUCT) {
-    for (size_t k = 0; k < cb->n_children; k++)
-      TM_TRY(read_rows(duckdb_struct_vector_get_child(v, k), base, n, tm_colbuilder_child(cb, k),
-                       depth + 1, err));
+    /* Row by row: a slot closes once each field holds its value. */
     for (idx_t i = 0; i < n; i++) {
+      for (size_t k = 0; k < cb->n_children; k++)
+        TM_TRY(read_rows(duckdb_struct_vector_get_child(v, k), base + i, 1,
+                         tm_colbuilder_child(cb, k), depth + 1, err));
       bool valid = !mask || duckdb_validity_row_is_valid(mask, base + i);
       TM_TRY(valid ? tm_colbuilder_append_nested(cb, err)
                    : tm_colbuilder_append_nested_null(cb, err));

@@ -417,7 +417,7 @@ int tm_colbuilder_append_nested(tm_colbuilder *cb, tm_error *err) {
                             cb->type.nested->name[k], (long long)cb->children[k].length,
                             (long long)cb->length + 1);
   } else if (cb->type.id == TM_TYPE_LIST || cb->type.id == TM_TYPE_MAP) {
-    int32_t end;
+    int32_t end = 0;
     TM_TRY(child_end(cb, &end, err));
     TM_TRY(ensure_offsets(cb, err));
     TM_TRY(tm_buf_append(&cb->values, &end, 4, err));
@@ -451,7 +451,7 @@ int tm_colbuilder_append_nulls(tm_colbuilder *cb, int64_t n, tm_error *err) {
       for (size_t f = 0; f < cb->n_children; f++)
         TM_TRY(tm_colbuilder_append_null(&cb->children[f], err));
     } else if (cb->type.id == TM_TYPE_LIST || cb->type.id == TM_TYPE_MAP) {
-      int32_t end;
+      int32_t end = 0;
       TM_TRY(child_end(cb, &end, err));
       TM_TRY(ensure_offsets(cb, err));
       TM_TRY(tm_buf_append(&cb->values, &end, 4, err));
@@ -642,7 +642,7 @@ int tm_colbuilder_append_range(tm_colbuilder *cb, const tm_colview *src, int64_t
       tm_colview ch = tm_colview_child(src, 0);
       if (off[from] < 0 || off[from + n] < off[from] || off[from + n] > ch.length)
         return tm_error_set(err, TM_ECORRUPT, "list offsets out of bounds");
-      int32_t end;
+      int32_t end = 0;
       TM_TRY(child_end(cb, &end, err));
       int64_t base = (int64_t)end - off[from];
       if ((int64_t)end + (off[from + n] - off[from]) > INT32_MAX)

@@ -47,6 +47,14 @@ static pthread_mutex_t g_nt_mu = PTHREAD_MUTEX_INITIALIZER;
 static nt_entry *g_nt[NT_BUCKETS];
 static size_t g_nt_count, g_nt_bytes;
 
+bool tm_type_same_layout(const tm_type *a, const tm_type *b) {
+  if (!tm_type_is_nested(a) || !tm_type_is_nested(b)) return tm_type_equal(a, b);
+  if (a->id != b->id || !a->nested || !b->nested || a->nested->n != b->nested->n) return false;
+  for (size_t i = 0; i < a->nested->n; i++)
+    if (!tm_type_same_layout(&a->nested->child[i], &b->nested->child[i])) return false;
+  return true;
+}
+
 int tm_type_depth(const tm_type *t) { return t->nested ? t->nested->depth : 0; }
 
 static int sig_of(tm_buf *b, const tm_type *t, bool nullable, tm_error *err) {

@@ -115,6 +115,9 @@ static inline bool tm_type_is_nested(const tm_type *t) {
  */
 int tm_type_encode(const tm_type *t, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
 int tm_type_decode(const char *s, size_t len, tm_type *out, tm_error *err) TM_WARN_UNUSED;
+/** Same physical layout: equal flat types, nested ones of the same kinds and
+ * child counts all the way down (names and nullability may differ). */
+bool tm_type_same_layout(const tm_type *a, const tm_type *b);
 /** The type's nested depth: 0 for flat types. */
 int tm_type_depth(const tm_type *t);
 tm_type tm_type_decimal(int32_t precision, int32_t scale);
