@@ -446,6 +446,19 @@ tm_engine_mode tm_engine_get_mode(const tm_engine *e) { return e->cfg.mode; }
 const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
 const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
 
+bool tm_engine_schema_matches(const tm_engine *e, const tm_schema *s) {
+  if (tm_schema_equal(&e->schema, s)) return true;
+  if (e->vt->traits.kind != TM_ENGINE_SQLITE || e->schema.n_cols != s->n_cols) return false;
+  for (size_t i = 0; i < s->n_cols; i++) {
+    const tm_column *a = &e->schema.cols[i], *b = &s->cols[i];
+    if (strcmp(a->name, b->name) != 0 || a->nullable != b->nullable) return false;
+    if (!tm_type_equal(&a->type, &b->type) &&
+        !(tm_type_is_nested(&b->type) && a->type.id == TM_TYPE_UTF8))
+      return false;
+  }
+  return true;
+}
+
 int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
   return e->vt->begin(e, kind, out, err);
 }

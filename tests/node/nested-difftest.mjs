@@ -145,6 +145,16 @@ for (const [n, [f, json, col]] of expected.entries()) {
 const cfg = join(work, 'tm.yaml');
 writeFileSync(cfg, yaml);
 tmRefresh(cfg);
+{
+  // A second refresh keeps every acceleration: the sqlite engine stores nested
+  // columns as text, which is still the source's schema (no B9 rebuild).
+  const r = spawnSync(bin, ['refresh', '-c', cfg], { encoding: 'utf8', env: { ...process.env, TIDEMARK_LOG: 'info' } });
+  const rebuilt = r.stderr.split('\n').filter((l) => l.includes("the source's schema changed"));
+  if (r.status !== 0 || rebuilt.length) {
+    failures++;
+    console.log(`FAIL second refresh: exit ${r.status}; ${rebuilt.join('; ') || r.stderr.slice(0, 300)}`);
+  } else console.log('ok   second refresh: no acceleration rebuilt for a schema change');
+}
 const answers = tmSqlAll(cfg, cases.map((c) => `SELECT ${c.select ?? c.cols.map(q).join(', ')} FROM ${c.table}`));
 for (const [i, c] of cases.entries()) {
   const got = answers[i], want = c.want;
