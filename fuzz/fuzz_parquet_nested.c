@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/arrow/render.h"
 #include "format/parquet/parquet_int.h"
 #include "util/alloc.h"
 
@@ -116,6 +117,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = tm_parquet__nested_render(t, leaves, (int64_t)rows, &cb, "fuzz.parquet", "c", &err);
     /* A render that succeeds gives one value per row. */
     if (rc == TM_OK && cb.length != (int64_t)rows) abort();
+    /* The native arrays from the same levels: they build exactly when the
+     * render succeeds, hold one value per row, pass the offset checks, and
+     * their JSON is the render's text, row by row. */
+    tm_type nt;
+    bool nullable;
+    struct ArrowArray text = {0};
+    if (rc == TM_OK && tm_colbuilder_finish(&cb, &text, &err) != TM_OK) abort();
+    if (tm_parquet__ntree_type(t, &nt, &nullable, &err) == TM_OK) {
+      for (size_t l = 0; l < nl; l++) leaves[l].pos = 0, leaves[l].vcur = 0;
+      tm_colbuilder nb;
+      tm_colbuilder_init(&nb, nt, 0);
+      int nrc = tm_parquet__nested_build(t, leaves, (int64_t)rows, &nb, "fuzz.parquet", "c", &err);
+      if ((nrc == TM_OK) != (rc == TM_OK)) abort();
+      struct ArrowArray arr;
+      if (nrc == TM_OK) {
+        if (nb.length != (int64_t)rows || tm_colbuilder_finish(&nb, &arr, &err) != TM_OK) abort();
+        tm_colview v = tm_colview_of(&arr, &nt), tv = tm_colview_of(&text, &(tm_type){.id = TM_TYPE_UTF8});
+        if (tm_colview_check(&v, &err) != TM_OK) abort();
+        tm_buf j;
+        tm_buf_init(&j, (size_t)1 << 26);
+        for (int64_t r = 0; r < (int64_t)rows; r++) {
+          tm_buf_clear(&j);
+          if (tm_colview_json(&j, &v, r, &err) != TM_OK) abort();
+          bool null = tm_colview_is_null(&tv, r);
+          tm_strview want = null ? tm_sv("null", 4) : tm_colview_bytes(&tv, r);
+          if (j.len != want.len || memcmp(j.ptr, want.ptr, j.len) != 0) abort();
+        }
+        tm_buf_dispose(&j);
+        arr.release(&arr);
+      }
+      tm_colbuilder_dispose(&nb);
+    }
+    if (text.release) text.release(&text);
     tm_colbuilder_dispose(&cb);
   }
   for (size_t l = 0; l < 8; l++) tm_free(bufs[l]);

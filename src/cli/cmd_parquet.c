@@ -23,7 +23,8 @@ static const tm_cli_opt k_opts[] = {
     {"verify-crc", 0, NULL, "check page CRCs where the file has them (tidemark's files: always)"},
     {"skip-crc", 0, NULL, "check no page CRC, not even in files tidemark wrote"},
     {"int96", 0, "ns|us|ms", "unit of INT96 timestamps (default ns: years 1677..2262)"},
-    {"nested-json", 0, NULL, "cat: nested columns (lists, structs, maps) as JSON (else refused)"},
+    {"nested", 0, NULL, "cat: read nested columns (lists, structs, maps) as native nested values (else refused)"},
+    {"nested-json", 0, NULL, "cat: read nested columns as JSON text, as unsupported_type_action: string loads them (same output)"},
     {0}};
 
 static int fail(const tm_error *err) { return tm_cli_fail(TM_EXIT_FAILURE, "%s", err->message); }
@@ -220,7 +221,7 @@ static int parse_columns(tm_parquet_file *f, const char *list, size_t **idx_out,
 }
 
 static int cmd_cat(tm_parquet_file *f, const char *columns, tm_out_format fmt, int64_t limit,
-                   bool nested_json, tm_error *err) {
+                   bool nested_json, bool nested, tm_error *err) {
   size_t *idx = NULL;
   size_t n_idx = 0;
   tm_parquet_scan *s = NULL;
@@ -236,7 +237,8 @@ static int cmd_cat(tm_parquet_file *f, const char *columns, tm_out_format fmt, i
   tm_parquet_scan_options so = TM_PARQUET_SCAN_OPTIONS_INIT;
   so.columns = idx;
   so.n_columns = n_idx;
-  so.nested_as_json = nested_json;
+  so.nested_as_json = nested_json; /* JSON text, as unsupported_type_action: string reads them */
+  so.nested_native = nested;        /* LIST / STRUCT / MAP arrays, written as JSON */
   TM_CHECK(tm_parquet_scan_new(&s, f, &so, err));
   const tm_schema *sc = tm_parquet_scan_schema(s);
   const char **names = tm_calloc(sc->n_cols ? sc->n_cols : 1, sizeof *names);
@@ -304,8 +306,9 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   const char *columns = tm_cli_get(cmd, args, "columns");
   const char *format = tm_cli_get(cmd, args, "format");
   const char *limit_s = tm_cli_get(cmd, args, "limit");
-  if (!is_cat && (columns || limit_s || tm_cli_flag(cmd, args, "nested-json")))
-    return tm_cli_usage_error(cmd, "--columns, --limit and --nested-json apply to `cat` only");
+  if (!is_cat && (columns || limit_s || tm_cli_flag(cmd, args, "nested-json") ||
+                  tm_cli_flag(cmd, args, "nested")))
+    return tm_cli_usage_error(cmd, "--columns, --limit, --nested and --nested-json apply to `cat` only");
   if (strcmp(sub, "meta") == 0 && format)
     return tm_cli_usage_error(cmd, "--format applies to `cat` and `schema` only");
   tm_out_format fmt = is_cat ? TM_OUT_CSV : TM_OUT_TABLE;
@@ -332,7 +335,9 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   int rc;
   if (strcmp(sub, "schema") == 0) rc = cmd_schema(f, fmt, &err);
   else if (strcmp(sub, "meta") == 0) rc = cmd_meta(f, &err);
-  else rc = cmd_cat(f, columns, fmt, limit, tm_cli_flag(cmd, args, "nested-json"), &err);
+  else
+    rc = cmd_cat(f, columns, fmt, limit, tm_cli_flag(cmd, args, "nested-json"),
+                 tm_cli_flag(cmd, args, "nested"), &err);
   tm_parquet_close(f);
   fflush(stdout);
   return rc < 0 ? fail(&err) : TM_EXIT_OK;
@@ -342,7 +347,7 @@ const tm_cli_cmd tm_cli_cmd_parquet = {
     "parquet",
     "inspect Parquet files: schema, metadata, rows",
     "tidemark parquet <schema|meta|cat> FILE [--columns a,b] [--format csv|json|table] "
-    "[--limit N] [--nested-json] [--verify-crc | --skip-crc] [--int96 ns|us|ms]",
+    "[--limit N] [--nested | --nested-json] [--verify-crc | --skip-crc] [--int96 ns|us|ms]",
     "Inspects a Parquet file: `schema` prints its columns, `meta` its row groups, column\n"
     "chunks, encodings, codecs and statistics, `cat` its rows (CSV by default).",
     k_opts,

@@ -3,6 +3,7 @@
  * reference counts and the writer slot (engine layer). See engine.h.
  */
 #include "engine/engine_int.h"
+#include "format/arrow/render.h"
 #include "source/source.h"
 
 #include <pthread.h>
@@ -447,11 +448,40 @@ tm_engine_mode tm_engine_get_mode(const tm_engine *e) { return e->cfg.mode; }
 const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
 const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
 
+bool tm_engine_schema_matches(const tm_engine *e, const tm_schema *s) {
+  if (tm_schema_equal(&e->schema, s)) return true;
+  if (e->vt->traits.kind != TM_ENGINE_SQLITE || e->schema.n_cols != s->n_cols) return false;
+  for (size_t i = 0; i < s->n_cols; i++) {
+    const tm_column *a = &e->schema.cols[i], *b = &s->cols[i];
+    if (strcmp(a->name, b->name) != 0 || a->nullable != b->nullable) return false;
+    if (!tm_type_equal(&a->type, &b->type) &&
+        !(tm_type_is_nested(&b->type) && a->type.id == TM_TYPE_UTF8))
+      return false;
+  }
+  return true;
+}
+
 int tm_engine_begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err) {
   return e->vt->begin(e, kind, out, err);
 }
 
 int tm_engine_txn_write(tm_engine_txn *t, const tm_batch *b, tm_error *err) {
+  /* An engine that keeps nested values as JSON text (sqlite: its schema has
+   * utf8 where the source has LIST/STRUCT/MAP) gets them as text. */
+  bool to_json = false;
+  for (size_t i = 0; i < b->schema.n_cols && i < t->engine->schema.n_cols; i++)
+    if (tm_type_is_nested(&b->schema.cols[i].type) &&
+        t->engine->schema.cols[i].type.id == TM_TYPE_UTF8)
+      to_json = true;
+  if (to_json) {
+    tm_batch j;
+    tm_batch_init(&j);
+    int rc = tm_batch_nested_as_json(b, &j, err);
+    if (rc == TM_OK) rc = tm_engine__check_batch(t->engine, &j, err);
+    if (rc == TM_OK && j.n_rows > 0) rc = t->engine->vt->write(t, &j, err);
+    tm_batch_release(&j);
+    return rc;
+  }
   TM_TRY(tm_engine__check_batch(t->engine, b, err));
   if (b->n_rows == 0) return TM_OK;
   return t->engine->vt->write(t, b, err);
@@ -586,6 +616,20 @@ int tm_engine__schema_encode(const tm_schema *s, tm_buf *out, tm_error *err) {
     if (tm_type_to_arrow_format(&c->type, fmt, sizeof fmt) != TM_OK)
       return tm_error_set(err, TM_EUNSUPPORTED, "column '%s' has a type without a format",
                           c->name);
+    if (tm_type_is_nested(&c->type)) {
+      /* "+n<length>": the encoded type follows the name (issue 16). */
+      tm_buf enc;
+      tm_buf_init(&enc, (size_t)1 << 26);
+      int rc = tm_type_encode(&c->type, &enc, err);
+      if (rc == TM_OK)
+        rc = tm_buf_printf(out, err, "+n%zu|%d|0|%d|%zu|%s", enc.len, c->nullable ? 1 : 0,
+                           (int)c->field_id, strlen(c->name), c->name);
+      if (rc == TM_OK) rc = tm_buf_append(out, enc.ptr, enc.len, err);
+      tm_buf_dispose(&enc);
+      TM_TRY(rc);
+      TM_TRY(tm_buf_putc(out, '\n', err));
+      continue;
+    }
     TM_TRY(tm_buf_printf(out, err, "%s|%d|%d|%d|%zu|", fmt, c->nullable ? 1 : 0,
                          c->type.uuid ? 1 : 0, (int)c->field_id, strlen(c->name)));
     TM_TRY(tm_buf_puts(out, c->name, err));
@@ -616,22 +660,34 @@ int tm_engine__schema_decode(tm_schema *out, const char *text, size_t len, tm_er
         tm_parse_int64(f[2].ptr, f[2].len, &uuid) != TM_OK ||
         tm_parse_int64(f[3].ptr, f[3].len, &field_id) != TM_OK ||
         tm_parse_uint64(f[4].ptr, f[4].len, &name_len) != TM_OK || name_len > len - pos ||
-        pos + name_len >= len || text[pos + name_len] != '\n' || f[0].len >= 64)
+        f[0].len >= 64)
+      return TM_CORRUPT(err, "stored schema is malformed");
+    uint64_t enc_len = 0;
+    bool nested = f[0].len > 2 && f[0].ptr[0] == '+' && f[0].ptr[1] == 'n';
+    if (nested && (tm_parse_uint64(f[0].ptr + 2, f[0].len - 2, &enc_len) != TM_OK ||
+                   enc_len > len - pos - name_len))
+      return TM_CORRUPT(err, "stored schema is malformed");
+    if (pos + name_len + enc_len >= len || text[pos + name_len + enc_len] != '\n')
       return TM_CORRUPT(err, "stored schema is malformed");
     char fmt[64];
     memcpy(fmt, f[0].ptr, f[0].len);
     fmt[f[0].len] = '\0';
     tm_type t;
     tm_error sub;
-    if (tm_type_from_arrow_format(fmt, &t, &sub) != TM_OK)
+    tm_error_init(&sub);
+    if (nested) {
+      if (tm_type_decode(text + pos + name_len, (size_t)enc_len, &t, &sub) != TM_OK)
+        return TM_CORRUPT(err, "stored schema has a malformed nested type: %s", sub.message);
+    } else if (tm_type_from_arrow_format(fmt, &t, &sub) != TM_OK) {
       return TM_CORRUPT(err, "stored schema has an unknown type '%s'", fmt);
-    t.uuid = uuid != 0;
+    }
+    if (!nested) t.uuid = uuid != 0;
     char *name = tm_strndup(text + pos, (size_t)name_len);
     if (!name) return tm_error_nomem(err);
     int rc = tm_schema_add(out, name, t, nullable != 0, (int32_t)field_id, err);
     tm_free(name);
     TM_TRY(rc);
-    pos += (size_t)name_len + 1;
+    pos += (size_t)name_len + (size_t)enc_len + 1;
   }
   return TM_OK;
 }

@@ -216,6 +216,11 @@ tm_engine_mode tm_engine_get_mode(const tm_engine *e);
 const char *tm_engine_dataset(const tm_engine *e);
 /** The schema; lives as long as e. */
 const tm_schema *tm_engine_schema(const tm_engine *e);
+/**
+ * Whether rows of schema s are what e stores: its schema, or (an engine that
+ * keeps nested values as JSON text, sqlite) s with nested columns as utf8.
+ */
+bool tm_engine_schema_matches(const tm_engine *e, const tm_schema *s);
 
 /* ---- refresh leases -------------------------------------------------------
  *

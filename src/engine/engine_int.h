@@ -218,6 +218,9 @@ bool tm_db__unwatch(tm_db *db, uint64_t token);
 duckdb_logical_type tm_duck_type(const tm_type *t);
 /** The DuckDB SQL name of t's type ("TIMESTAMPTZ", "DECIMAL(18,3)"); buf >= 32 bytes. */
 void tm_duck_type_sql(const tm_type *t, char *buf, size_t cap);
+/** The DuckDB SQL type of t appended to b, nested types included ("INTEGER[]",
+ * "STRUCT(\"a\" BIGINT)", "MAP(VARCHAR, DOUBLE)"). */
+int tm_duck_type_sql_buf(tm_buf *b, const tm_type *t, tm_error *err) TM_WARN_UNUSED;
 /**
  * The tm_type of a DuckDB type (result columns of refresh_sql). hint, when
  * not NULL, is the type of a source column of the same name: kept when it

@@ -174,7 +174,7 @@ static int ensure_engine(run *r, bool *recreated) {
   *recreated = false;
   tm_engine *e = tm_accel_engine(a);
   if (!e) e = restore_copy(r);
-  if (e && !r->rebuild && tm_schema_equal(tm_engine_schema(e), r->schema)) {
+  if (e && !r->rebuild && tm_engine_schema_matches(e, r->schema)) {
     r->engine = e;
     return TM_OK;
   }

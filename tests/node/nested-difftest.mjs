@@ -1,8 +1,10 @@
 // Differential test of tidemark's nested Parquet decoding (issue 16) against
-// DuckDB: nested columns (LIST, STRUCT, MAP at any depth) loaded with the
-// dataset key `unsupported_type_action: string` are JSON text, which must
-// parse to the same value as DuckDB's to_json() of the same column, row by
-// row, for
+// DuckDB: nested columns (LIST, STRUCT, MAP at any depth) loaded natively
+// (the default: DuckDB LIST / STRUCT / MAP columns, JSON values in the JSON
+// output, JSON text in the sqlite engine), and loaded with the dataset key
+// `unsupported_type_action: string` as JSON text, must equal DuckDB's
+// to_json() of the same column, row by row; so must DuckDB's to_json() of the
+// natively stored column (queried through tidemark). Files:
 //   - a file DuckDB writes here (lists, structs, maps, lists of structs, maps
 //     of lists, lists of lists of lists, nulls at every level, empty lists,
 //     several leaf types, several row groups), and
@@ -84,7 +86,7 @@ function tmRefresh(cfg) {
 // Values compare exactly, except numbers (DuckDB prints floats with 17
 // digits, tidemark with the fewest that read back the same float) and
 // timestamps (tidemark's text form is RFC 3339, `2026-11-30T10:00:00`,
-// DuckDB's has a space).
+// DuckDB's has a space; a zone as `Z` or `+00`).
 function same(a, b, anyOrder = false) {
   if (a === null || b === null) return a === b;
   if (typeof a === 'number' && typeof b === 'number')
@@ -99,8 +101,11 @@ function same(a, b, anyOrder = false) {
     if (anyOrder) return ka.every((k) => k in b && same(a[k], b[k], anyOrder));
     return ka.every((k, i) => k === kb[i] && same(a[k], b[k]));
   }
-  if (typeof a === 'string' && typeof b === 'string' && /^\d{4,}-\d\d-\d\dT\d\d:/.test(a))
-    return a.replace('T', ' ').replace(/Z$/, '') === b;
+  // A zoned timestamp (tidemark reads legacy TIMESTAMP_MILLIS/MICROS as UTC,
+  // DuckDB as local time) prints `Z` in tidemark's form, `+00` in DuckDB's.
+  const ts = (x) => x.replace('T', ' ').replace(/(Z|\+00)$/, '');
+  if (typeof a === 'string' && typeof b === 'string' && /^\d{4,}-\d\d-\d\d[T ]\d\d:/.test(a))
+    return ts(a) === ts(b);
   return a === b;
 }
 
@@ -116,30 +121,53 @@ for (const [n, file] of [own, ...corpus].entries()) {
   if (cols.length === 0) throw new Error(`${file}: DuckDB sees no nested column`);
   const want = (await con.runAndReadAll(
     `SELECT ${cols.map((c) => `to_json(${q(c)})::VARCHAR AS ${q(c)}`).join(', ')} FROM '${file}'`)).getRowObjects();
-  const tables = n === 0 ? ['fed', 'duck', 'lite'] : ['fed', 'duck'];
+  // n*: native (no unsupported_type_action); the others JSON text (string).
+  const tables = n === 0 ? ['fed', 'duck', 'lite', 'nfed', 'nduck', 'nlite'] : ['fed', 'duck', 'nfed', 'nduck'];
   for (const t of tables) {
-    yaml += `  - from: file:${file}\n    name: f${n}_${t}\n    unsupported_type_action: string\n`;
-    if (t !== 'fed') yaml += `    acceleration: {engine: ${engine[t]}, mode: file}\n`;
+    const native = t.startsWith('n'), base = native ? t.slice(1) : t;
+    yaml += `  - from: file:${file}\n    name: f${n}_${t}\n`;
+    if (!native) yaml += `    unsupported_type_action: string\n`;
+    if (base !== 'fed') yaml += `    acceleration: {engine: ${engine[base]}, mode: file}\n`;
     // Federated rows come in file order; accelerated tables keep the load order.
     cases.push({ name: file.split('/').pop(), table: `f${n}_${t}`, kind: t, cols, want });
+    if (native && base !== 'lite')
+      cases.push({ name: file.split('/').pop(), table: `f${n}_${t}`, kind: `${t}, DuckDB's to_json of the stored column`,
+        cols, want, select: cols.map((c) => `to_json(${q(c)})::VARCHAR AS ${q(c)}`).join(', ') });
   }
 }
 for (const [n, [f, json, col]] of expected.entries()) {
   const want = JSON.parse(readFileSync(join(testdata, 'parquet', json), 'utf8')).map((r) => ({ [col]: r[0] }));
   yaml += `  - from: file:${join(testdata, 'parquet', f)}\n    name: e${n}_fed\n    unsupported_type_action: string\n`;
   cases.push({ name: f, table: `e${n}_fed`, kind: `fed, vs ${json}`, cols: [col], want, parsed: true });
+  yaml += `  - from: file:${join(testdata, 'parquet', f)}\n    name: e${n}_nfed\n`;
+  cases.push({ name: f, table: `e${n}_nfed`, kind: `nfed, vs ${json}`, cols: [col], want, parsed: true });
 }
 const cfg = join(work, 'tm.yaml');
 writeFileSync(cfg, yaml);
 tmRefresh(cfg);
-const answers = tmSqlAll(cfg, cases.map((c) => `SELECT ${c.cols.map(q).join(', ')} FROM ${c.table}`));
+{
+  // A second refresh keeps every acceleration: the sqlite engine stores nested
+  // columns as text, which is still the source's schema (no B9 rebuild).
+  const r = spawnSync(bin, ['refresh', '-c', cfg], { encoding: 'utf8', env: { ...process.env, TIDEMARK_LOG: 'info' } });
+  const rebuilt = r.stderr.split('\n').filter((l) => l.includes("the source's schema changed"));
+  if (r.status !== 0 || rebuilt.length) {
+    failures++;
+    console.log(`FAIL second refresh: exit ${r.status}; ${rebuilt.join('; ') || r.stderr.slice(0, 300)}`);
+  } else console.log('ok   second refresh: no acceleration rebuilt for a schema change');
+}
+const answers = tmSqlAll(cfg, cases.map((c) => `SELECT ${c.select ?? c.cols.map(q).join(', ')} FROM ${c.table}`));
 for (const [i, c] of cases.entries()) {
   const got = answers[i], want = c.want;
   let bad = got.length !== want.length ? `${got.length} rows, expected ${want.length}` : null;
   for (let r = 0; !bad && r < want.length; r++) {
     for (const col of c.cols) {
       const w = c.parsed ? want[r][col] : want[r][col] === null ? null : JSON.parse(want[r][col]);
-      const g = got[r][col] === null ? null : JSON.parse(got[r][col]);
+      // JSON text (string, sqlite, to_json) parses; a native value is JSON already.
+      const g = typeof got[r][col] === 'string' ? JSON.parse(got[r][col]) : got[r][col];
+      if (c.kind.startsWith('n') && !c.select && !c.kind.startsWith('nlite') && typeof got[r][col] === 'string') {
+        bad = `row ${r} column ${col}: a native value came out as text: ${got[r][col]}`;
+        break;
+      }
       if (!same(g, w, !!c.parsed)) {
         bad = `row ${r} column ${col}: tidemark ${got[r][col]}, expected ${JSON.stringify(w)}`;
         break;
@@ -158,10 +186,10 @@ for (const [i, c] of cases.entries()) {
   if (!ok) failures++;
   console.log(`${ok ? 'ok  ' : 'FAIL'} map_no_value.parquet (fed): my_map = my_map_no_v: ${JSON.stringify(got)}`);
 }
-// `tidemark parquet cat --nested-json --format json`: nested values as JSON values.
-{
+// `tidemark parquet cat [--nested-json] --format json`: nested values as JSON values.
+for (const flags of [['--nested-json'], ['--nested']]) {
   const c = cases[0];
-  const r = spawnSync(bin, ['parquet', 'cat', '--nested-json', '--format', 'json', own],
+  const r = spawnSync(bin, ['parquet', 'cat', ...flags, '--format', 'json', own],
     { encoding: 'utf8', maxBuffer: 256 << 20 });
   let bad = r.status !== 0 ? `exit ${r.status}: ${r.stderr}` : null;
   const got = bad ? [] : JSON.parse(r.stdout);
@@ -176,7 +204,7 @@ for (const [i, c] of cases.entries()) {
       checked++;
     }
   if (bad) failures++;
-  console.log(`${bad ? 'FAIL' : 'ok  '} ${c.name} (parquet cat --nested-json): ${bad ?? `${c.want.length} rows`}`);
+  console.log(`${bad ? 'FAIL' : 'ok  '} ${c.name} (parquet cat ${flags.join(' ')}): ${bad ?? `${c.want.length} rows`}`);
 }
 console.log(`${checked} values compared`);
 process.exit(failures ? 1 : 0);

@@ -256,14 +256,25 @@ int tm_duck_feed_start(duckdb_connection con, const char *view_schema, const cha
  * What DuckDB's Arrow scan takes on trust: every text value is UTF-8, and a
  * zoned second or millisecond timestamp fits in microseconds (TIMESTAMPTZ).
  */
-static int check_values(const tm_batch *b, tm_error *err) {
-  for (size_t c = 0; c < b->schema.n_cols; c++) {
-    const tm_type *t = &b->schema.cols[c].type;
-    const char *name = b->schema.cols[c].name;
-    tm_colview v = tm_batch_col(b, c);
+static int check_view(const tm_colview *vp, const char *name, int depth, tm_error *err) {
+  const tm_colview v = *vp;
+  const tm_type *t = &v.type;
+  int64_t rows = v.length;
+  if (tm_type_is_nested(t)) {
+    /* The children hold every element: check them whole (inside a list, a
+     * row number is an element's). */
+    if (depth > TM_NTYPE_MAX_DEPTH) return tm_error_set(err, TM_EINVALID, "nested too deep");
+    TM_TRY(tm_colview_check(&v, err));
+    for (size_t k = 0; k < t->nested->n; k++) {
+      tm_colview ch = tm_colview_child(&v, k);
+      TM_TRY(check_view(&ch, name, depth + 1, err));
+    }
+    return TM_OK;
+  }
+  {
     if (t->id == TM_TYPE_UTF8) {
       const int32_t *off = v.values;
-      for (int64_t i = 0; i < b->n_rows; i++) {
+      for (int64_t i = 0; i < rows; i++) {
         size_t bad, len = (size_t)(off[i + 1] - off[i]);
         if (len == 0 || tm_colview_is_null(&v, i)) continue;
         if (!tm_utf8_valid((const char *)v.data + off[i], len, &bad))
@@ -275,13 +286,25 @@ static int check_values(const tm_batch *b, tm_error *err) {
                (t->unit == TM_UNIT_SECOND || t->unit == TM_UNIT_MILLI)) {
       int64_t per = t->unit == TM_UNIT_SECOND ? 1000000 : 1000, lim = INT64_MAX / per;
       const int64_t *x = v.values;
-      for (int64_t i = 0; i < b->n_rows; i++)
+      for (int64_t i = 0; i < rows; i++)
         if ((x[i] > lim || x[i] < -lim) && !tm_colview_is_null(&v, i))
           return tm_error_set(err, TM_EINVALID,
                               "column '%s', row %lld: timestamp %lld %s is outside DuckDB's range "
                               "(years 290309 BC - 294247)",
                               name, (long long)i, (long long)x[i], tm_unit_name(t->unit));
+    } else if (t->id == TM_TYPE_TIME64 && t->unit == TM_UNIT_NANO && depth > 0) {
+      return tm_error_set(err, TM_EUNSUPPORTED,
+                          "column '%s': a nanosecond time inside a nested value (DuckDB's Arrow "
+                          "scan does not take it)", name);
     }
+  }
+  return TM_OK;
+}
+
+static int check_values(const tm_batch *b, tm_error *err) {
+  for (size_t c = 0; c < b->schema.n_cols; c++) {
+    tm_colview v = tm_batch_col(b, c);
+    TM_TRY(check_view(&v, b->schema.cols[c].name, 0, err));
   }
   return TM_OK;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "util/alloc.h"
 
 static duckdb_type duck_id(const tm_type *t) {
   switch (t->id) {
@@ -34,6 +35,9 @@ static duckdb_type duck_id(const tm_type *t) {
       return t->unit == TM_UNIT_SECOND  ? DUCKDB_TYPE_TIMESTAMP_S
              : t->unit == TM_UNIT_MILLI ? DUCKDB_TYPE_TIMESTAMP_MS
                                         : DUCKDB_TYPE_TIMESTAMP;
+    case TM_TYPE_LIST: return DUCKDB_TYPE_LIST;
+    case TM_TYPE_STRUCT: return DUCKDB_TYPE_STRUCT;
+    case TM_TYPE_MAP: return DUCKDB_TYPE_MAP;
     default: return DUCKDB_TYPE_INVALID;
   }
 }
@@ -41,7 +45,136 @@ static duckdb_type duck_id(const tm_type *t) {
 duckdb_logical_type tm_duck_type(const tm_type *t) {
   if (t->id == TM_TYPE_DECIMAL128)
     return duckdb_create_decimal_type((uint8_t)t->precision, (uint8_t)t->scale);
+  if (tm_type_is_nested(t) && t->nested) {
+    const tm_ntype *nt = t->nested;
+    if (t->id == TM_TYPE_LIST) {
+      duckdb_logical_type e = tm_duck_type(&nt->child[0]);
+      duckdb_logical_type l = duckdb_create_list_type(e);
+      duckdb_destroy_logical_type(&e);
+      return l;
+    }
+    if (t->id == TM_TYPE_MAP) {
+      const tm_ntype *kv = nt->child[0].nested;
+      duckdb_logical_type k = tm_duck_type(&kv->child[0]), v = tm_duck_type(&kv->child[1]);
+      duckdb_logical_type m = duckdb_create_map_type(k, v);
+      duckdb_destroy_logical_type(&k);
+      duckdb_destroy_logical_type(&v);
+      return m;
+    }
+    duckdb_logical_type *types = tm_calloc(nt->n, sizeof *types);
+    if (!types) return duckdb_create_logical_type(DUCKDB_TYPE_INVALID);
+    for (size_t i = 0; i < nt->n; i++) types[i] = tm_duck_type(&nt->child[i]);
+    duckdb_logical_type st = duckdb_create_struct_type(types, (const char **)nt->name, nt->n);
+    for (size_t i = 0; i < nt->n; i++) duckdb_destroy_logical_type(&types[i]);
+    tm_free(types);
+    return st;
+  }
   return duckdb_create_logical_type(duck_id(t));
+}
+
+int tm_duck_type_sql_buf(tm_buf *b, const tm_type *t, tm_error *err) {
+  if (!tm_type_is_nested(t) || !t->nested) {
+    char ty[48];
+    tm_duck_type_sql(t, ty, sizeof ty);
+    return tm_buf_puts(b, ty, err);
+  }
+  const tm_ntype *nt = t->nested;
+  switch (t->id) {
+    case TM_TYPE_LIST:
+      TM_TRY(tm_duck_type_sql_buf(b, &nt->child[0], err));
+      return tm_buf_puts(b, "[]", err);
+    case TM_TYPE_MAP: {
+      const tm_ntype *kv = nt->child[0].nested;
+      TM_TRY(tm_buf_puts(b, "MAP(", err));
+      TM_TRY(tm_duck_type_sql_buf(b, &kv->child[0], err));
+      TM_TRY(tm_buf_puts(b, ", ", err));
+      TM_TRY(tm_duck_type_sql_buf(b, &kv->child[1], err));
+      return tm_buf_putc(b, ')', err);
+    }
+    default:
+      TM_TRY(tm_buf_puts(b, "STRUCT(", err));
+      for (size_t i = 0; i < nt->n; i++) {
+        if (i) TM_TRY(tm_buf_puts(b, ", ", err));
+        TM_TRY(tm_engine__quote_ident(b, nt->name[i], err));
+        TM_TRY(tm_buf_putc(b, ' ', err));
+        TM_TRY(tm_duck_type_sql_buf(b, &nt->child[i], err));
+      }
+      return tm_buf_putc(b, ')', err);
+  }
+}
+
+/* Equal but for the nullability of nested children. */
+static bool same_shape(const tm_type *a, const tm_type *b) {
+  if (!tm_type_is_nested(a) || !tm_type_is_nested(b)) return tm_type_equal(a, b);
+  if (a->id != b->id || !a->nested || !b->nested || a->nested->n != b->nested->n) return false;
+  for (size_t i = 0; i < a->nested->n; i++)
+    if (strcmp(a->nested->name[i], b->nested->name[i]) != 0 ||
+        !same_shape(&a->nested->child[i], &b->nested->child[i]))
+      return false;
+  return true;
+}
+
+/* A DuckDB LIST, STRUCT or MAP as a tm_type (children by tm_duck_type_to_tm,
+ * with the hint's children where the hint has the same shape). */
+static int nested_to_tm(duckdb_logical_type lt, duckdb_type id, const tm_type *hint, tm_type *out,
+                        const char *what, int depth, tm_error *err);
+
+static int child_to_tm(duckdb_logical_type lt, const tm_type *hint, tm_type *out,
+                       const char *what, int depth, tm_error *err) {
+  duckdb_type id = duckdb_get_type_id(lt);
+  if (id == DUCKDB_TYPE_LIST || id == DUCKDB_TYPE_STRUCT || id == DUCKDB_TYPE_MAP)
+    return nested_to_tm(lt, id, hint, out, what, depth + 1, err);
+  return tm_duck_type_to_tm(lt, hint && !tm_type_is_nested(hint) ? hint : NULL, out, what, err);
+}
+
+static int nested_to_tm(duckdb_logical_type lt, duckdb_type id, const tm_type *hint, tm_type *out,
+                        const char *what, int depth, tm_error *err) {
+  if (depth > TM_NTYPE_MAX_DEPTH)
+    return tm_error_set(err, TM_EUNSUPPORTED, "%s is nested deeper than %d levels",
+                        what ? what : "a column", TM_NTYPE_MAX_DEPTH);
+  const tm_ntype *h = hint && hint->nested && duck_id(hint) == id ? hint->nested : NULL;
+  int rc = TM_OK;
+  if (id == DUCKDB_TYPE_LIST) {
+    duckdb_logical_type e = duckdb_list_type_child_type(lt);
+    tm_type et;
+    rc = child_to_tm(e, h ? &h->child[0] : NULL, &et, what, depth, err);
+    duckdb_destroy_logical_type(&e);
+    return rc == TM_OK ? tm_type_list(&et, true, out, err) : rc;
+  }
+  if (id == DUCKDB_TYPE_MAP) {
+    const tm_ntype *hkv = h ? h->child[0].nested : NULL;
+    duckdb_logical_type k = duckdb_map_type_key_type(lt), v = duckdb_map_type_value_type(lt);
+    tm_type kt, vt;
+    rc = child_to_tm(k, hkv ? &hkv->child[0] : NULL, &kt, what, depth, err);
+    if (rc == TM_OK) rc = child_to_tm(v, hkv ? &hkv->child[1] : NULL, &vt, what, depth, err);
+    duckdb_destroy_logical_type(&k);
+    duckdb_destroy_logical_type(&v);
+    return rc == TM_OK ? tm_type_map(&kt, &vt, true, out, err) : rc;
+  }
+  idx_t n = duckdb_struct_type_child_count(lt);
+  if (n == 0 || n > TM_NTYPE_MAX_FIELDS)
+    return tm_error_set(err, TM_EUNSUPPORTED, "%s is a struct of %llu fields",
+                        what ? what : "a column", (unsigned long long)n);
+  if (h && h->n != n) h = NULL;
+  tm_type *types = tm_calloc(n, sizeof *types);
+  char **names = tm_calloc(n, sizeof *names);
+  bool *nl = tm_calloc(n, sizeof *nl);
+  if (!types || !names || !nl) rc = tm_error_nomem(err);
+  for (idx_t i = 0; i < n && rc == TM_OK; i++) {
+    names[i] = duckdb_struct_type_child_name(lt, i);
+    nl[i] = true;
+    duckdb_logical_type c = duckdb_struct_type_child_type(lt, i);
+    const tm_type *ch = h && names[i] && strcmp(h->name[i], names[i]) == 0 ? &h->child[i] : NULL;
+    rc = names[i] ? child_to_tm(c, ch, &types[i], what, depth, err) : tm_error_nomem(err);
+    duckdb_destroy_logical_type(&c);
+  }
+  if (rc == TM_OK) rc = tm_type_struct(n, (const char *const *)names, types, nl, out, err);
+  for (idx_t i = 0; names && i < n; i++)
+    if (names[i]) duckdb_free(names[i]);
+  tm_free(types);
+  tm_free(names);
+  tm_free(nl);
+  return rc;
 }
 
 void tm_duck_type_sql(const tm_type *t, char *buf, size_t cap) {
@@ -79,6 +212,13 @@ void tm_duck_type_sql(const tm_type *t, char *buf, size_t cap) {
 int tm_duck_type_to_tm(duckdb_logical_type lt, const tm_type *hint, tm_type *out,
                        const char *what, tm_error *err) {
   duckdb_type id = duckdb_get_type_id(lt);
+  if (id == DUCKDB_TYPE_LIST || id == DUCKDB_TYPE_STRUCT || id == DUCKDB_TYPE_MAP) {
+    TM_TRY(nested_to_tm(lt, id, hint, out, what, 1, err));
+    /* DuckDB keeps no nullability inside nested types: the hint itself when
+     * its shape is DuckDB's. */
+    if (hint && same_shape(hint, out)) *out = *hint;
+    return TM_OK;
+  }
   if (hint && duck_id(hint) == id &&
       (id != DUCKDB_TYPE_DECIMAL || (duckdb_decimal_width(lt) == hint->precision &&
                                      duckdb_decimal_scale(lt) == hint->scale))) {

@@ -65,6 +65,37 @@ int tm_duck_vector_write(duckdb_vector v, idx_t at, const tm_colview *c, int64_t
   }
   size_t w = tm_type_byte_width(t);
   switch (t->id) {
+    case TM_TYPE_STRUCT:
+      for (size_t k = 0; k < t->nested->n; k++) {
+        tm_colview ch = tm_colview_child(c, k);
+        TM_TRY(tm_duck_vector_write(duckdb_struct_vector_get_child(v, k), at, &ch, from, n, err));
+      }
+      return TM_OK;
+    case TM_TYPE_LIST:
+    case TM_TYPE_MAP: {
+      const int32_t *off = (const int32_t *)c->values;
+      tm_colview ch = tm_colview_child(c, 0);
+      int64_t first = off[from], last = off[from + (int64_t)n];
+      if (first < 0 || last < first || last > ch.length)
+        return tm_error_set(err, TM_ECORRUPT, "list offsets out of bounds");
+      idx_t size = duckdb_list_vector_get_size(v);
+      idx_t total = (idx_t)(last - first);
+      if (duckdb_list_vector_reserve(v, size + total) != DuckDBSuccess)
+        return tm_error_set(err, TM_ENOMEM, "DuckDB could not hold %llu list elements",
+                            (unsigned long long)(size + total));
+      duckdb_vector child = duckdb_list_vector_get_child(v);
+      if (total) TM_TRY(tm_duck_vector_write(child, size, &ch, first, total, err));
+      if (duckdb_list_vector_set_size(v, size + total) != DuckDBSuccess)
+        return tm_error_set(err, TM_ERROR, "DuckDB refused a list size");
+      duckdb_list_entry *e = (duckdb_list_entry *)dst + at;
+      for (idx_t i = 0; i < n; i++) {
+        int64_t a = off[from + (int64_t)i], b = off[from + (int64_t)i + 1];
+        if (b < a) return tm_error_set(err, TM_ECORRUPT, "list offsets decrease");
+        e[i].offset = size + (uint64_t)(a - first);
+        e[i].length = (uint64_t)(b - a);
+      }
+      return TM_OK;
+    }
     case TM_TYPE_BOOL: {
       bool *out = (bool *)dst + at;
       for (idx_t i = 0; i < n; i++) out[i] = tm_bit_get(c->values, from + (int64_t)i);
@@ -140,13 +171,58 @@ int tm_duck_vector_write(duckdb_vector v, idx_t at, const tm_colview *c, int64_t
   }
 }
 
+static int read_rows(duckdb_vector v, idx_t base, idx_t n, tm_colbuilder *cb, int depth,
+                     tm_error *err);
+
+/* Rows [base, base + n) of a DuckDB LIST, MAP or STRUCT vector. */
+static int read_nested(duckdb_vector v, idx_t base, idx_t n, tm_colbuilder *cb, int depth,
+                       tm_error *err) {
+  if (depth > TM_NTYPE_MAX_DEPTH) return tm_error_set(err, TM_EUNSUPPORTED, "nested too deep");
+  uint64_t *mask = duckdb_vector_get_validity(v);
+  if (cb->type.id == TM_TYPE_STRUCT) {
+    /* Row by row: a slot closes once each field holds its value. */
+    for (idx_t i = 0; i < n; i++) {
+      for (size_t k = 0; k < cb->n_children; k++)
+        TM_TRY(read_rows(duckdb_struct_vector_get_child(v, k), base + i, 1,
+                         tm_colbuilder_child(cb, k), depth + 1, err));
+      bool valid = !mask || duckdb_validity_row_is_valid(mask, base + i);
+      TM_TRY(valid ? tm_colbuilder_append_nested(cb, err)
+                   : tm_colbuilder_append_nested_null(cb, err));
+    }
+    return TM_OK;
+  }
+  const duckdb_list_entry *e = (const duckdb_list_entry *)duckdb_vector_get_data(v);
+  duckdb_vector child = duckdb_list_vector_get_child(v);
+  idx_t size = duckdb_list_vector_get_size(v);
+  for (idx_t i = 0; i < n; i++) {
+    if (mask && !duckdb_validity_row_is_valid(mask, base + i)) {
+      TM_TRY(tm_colbuilder_append_null(cb, err));
+      continue;
+    }
+    const duckdb_list_entry *x = &e[base + i];
+    if (x->offset > size || x->length > size - x->offset)
+      return tm_error_set(err, TM_ECORRUPT, "a DuckDB list entry passes its child vector");
+    if (x->length)
+      TM_TRY(read_rows(child, x->offset, x->length, tm_colbuilder_child(cb, 0), depth + 1, err));
+    TM_TRY(tm_colbuilder_append_nested(cb, err));
+  }
+  return TM_OK;
+}
+
 int tm_duck_vector_read(duckdb_vector v, idx_t n, tm_colbuilder *cb, tm_error *err) {
+  return read_rows(v, 0, n, cb, 0, err);
+}
+
+static int read_rows(duckdb_vector v, idx_t base, idx_t n, tm_colbuilder *cb, int depth,
+                     tm_error *err) {
   const tm_type *t = &cb->type;
+  if (tm_type_is_nested(t)) return read_nested(v, base, n, cb, depth, err);
   const void *src = duckdb_vector_get_data(v);
   uint64_t *mask = duckdb_vector_get_validity(v);
   TM_TRY(tm_colbuilder_reserve(cb, (int64_t)n, 0, err));
   int64_t per = ts_factor(t);
-  for (idx_t i = 0; i < n; i++) {
+  for (idx_t j = 0; j < n; j++) {
+    idx_t i = base + j;
     if (mask && !duckdb_validity_row_is_valid(mask, i)) {
       TM_TRY(tm_colbuilder_append_null(cb, err));
       continue;

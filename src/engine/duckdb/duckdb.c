@@ -45,11 +45,10 @@ int tm_duck__create_rows(tm_buf *b, const tm_duck_engine *e, const char *table, 
   TM_TRY(tm_duck__table(b, e, table, err));
   TM_TRY(tm_buf_puts(b, " (", err));
   for (size_t i = 0; i < s->n_cols; i++) {
-    char ty[48];
-    tm_duck_type_sql(&s->cols[i].type, ty, sizeof ty);
     if (i) TM_TRY(tm_buf_puts(b, ", ", err));
     TM_TRY(tm_engine__quote_ident(b, s->cols[i].name, err));
-    TM_TRY(tm_buf_printf(b, err, " %s", ty));
+    TM_TRY(tm_buf_putc(b, ' ', err));
+    TM_TRY(tm_duck_type_sql_buf(b, &s->cols[i].type, err));
   }
   return tm_buf_puts(b, ")", err);
 }

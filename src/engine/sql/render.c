@@ -9,8 +9,8 @@
  * `infinity` / `-infinity` for DuckDB's infinite values; UUIDs 8-4-4-4-12;
  * blobs printable with \xHH escapes; intervals ISO 8601 (P1Y2M3DT4H5M6.5S);
  * ENUM values by name; BIT as 0s and 1s; LIST, ARRAY, STRUCT, MAP and UNION
- * as JSON (a MAP with text keys is an object, any other MAP a list of
- * {"key", "value"} objects).
+ * as JSON (a MAP as an object, as DuckDB's to_json writes it: a key that is
+ * not text as a string of its text; issue 16).
  */
 #include <math.h>
 #include <stdio.h>
@@ -332,24 +332,23 @@ static int render_json(duckdb_vector v, duckdb_logical_type lt, idx_t row, tm_bu
       duckdb_vector keys = duckdb_struct_vector_get_child(entries, 0);
       duckdb_vector vals = duckdb_struct_vector_get_child(entries, 1);
       duckdb_logical_type kt = duckdb_map_type_key_type(lt), vt = duckdb_map_type_value_type(lt);
-      bool text_keys = duckdb_get_type_id(kt) == DUCKDB_TYPE_VARCHAR;
-      rc = tm_buf_putc(out, text_keys ? '{' : '[', err);
+      /* An object, as DuckDB's to_json writes a MAP: a key that is not text
+       * as a string of its text (issue 16: the form of Parquet maps too). */
+      tm_buf key = TM_BUF_INIT(TM_BUF_UNLIMITED);
+      rc = tm_buf_putc(out, '{', err);
       for (uint64_t i = 0; rc == TM_OK && i < e->length; i++) {
         idx_t at = e->offset + i;
         if (i) rc = tm_buf_putc(out, ',', err);
-        if (rc == TM_OK && text_keys) {
-          duckdb_string_t *s = &((duckdb_string_t *)duckdb_vector_get_data(keys))[at];
-          rc = tm_json_string(out, duckdb_string_t_data(s), duckdb_string_t_length(*s), err);
-          if (rc == TM_OK) rc = tm_buf_putc(out, ':', err);
-        } else if (rc == TM_OK) {
-          rc = tm_buf_puts(out, "{\"key\":", err);
-          if (rc == TM_OK) rc = render_json(keys, kt, at, out, depth + 1, err);
-          if (rc == TM_OK) rc = tm_buf_puts(out, ",\"value\":", err);
-        }
+        tm_buf_clear(&key);
+        if (rc == TM_OK) rc = render_json(keys, kt, at, &key, depth + 1, err);
+        if (rc == TM_OK)
+          rc = key.len && key.ptr[0] == '"' ? tm_buf_append(out, key.ptr, key.len, err)
+                                            : tm_json_string(out, key.ptr, key.len, err);
+        if (rc == TM_OK) rc = tm_buf_putc(out, ':', err);
         if (rc == TM_OK) rc = render_json(vals, vt, at, out, depth + 1, err);
-        if (rc == TM_OK && !text_keys) rc = tm_buf_putc(out, '}', err);
       }
-      if (rc == TM_OK) rc = tm_buf_putc(out, text_keys ? '}' : ']', err);
+      tm_buf_dispose(&key);
+      if (rc == TM_OK) rc = tm_buf_putc(out, '}', err);
       duckdb_destroy_logical_type(&kt);
       duckdb_destroy_logical_type(&vt);
       return rc;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "engine/sqlite/sqlite_int.h"
+#include "format/arrow/render.h"
 #include "io/io.h"
 #include "util/log.h"
 #include "util/alloc.h"
@@ -551,11 +552,22 @@ static int scratch_path(char **out, const char *dataset) {
 static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_options *opts,
                    tm_error *err) {
   int rc = TM_OK;
-  tm_schema stored;
+  tm_schema stored, as_json;
   tm_schema_init(&stored);
+  tm_schema_init(&as_json);
   char *text = NULL;
+  if (schema) {
+    /* Nested columns are stored as JSON text (tm_engine_txn_write converts
+     * the batches; issue 16). */
+    TM_TRY(tm_schema_copy(&as_json, schema, err));
+    tm_schema_nested_as_json(&as_json);
+    schema = &as_json;
+  }
   sq_engine *e = tm_calloc(1, sizeof *e);
-  if (!e) return tm_error_nomem(err);
+  if (!e) {
+    tm_schema_dispose(&as_json);
+    return tm_error_nomem(err);
+  }
   pthread_mutex_init(&e->mu, NULL);
   e->scratch = opts->mode == TM_ENGINE_MEMORY;
   if (e->scratch) {
@@ -643,6 +655,7 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
 done:
   tm_free(text);
   tm_schema_dispose(&stored);
+  tm_schema_dispose(&as_json);
   if (e) {
     if (!e->base.vt) {
       /* init_base did not run: free by hand. */

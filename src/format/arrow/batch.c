@@ -17,6 +17,8 @@
 typedef struct col_private {
   void *owned[3];          /* validity, values/offsets, data */
   const void *buffers[3];  /* what ArrowArray.buffers points at */
+  struct ArrowArray *children; /* nested types: n_children arrays */
+  struct ArrowArray **child_ptrs;
 } col_private;
 
 static void release_column(struct ArrowArray *a) {
@@ -24,6 +26,10 @@ static void release_column(struct ArrowArray *a) {
   col_private *p = a->private_data;
   if (p) {
     for (int i = 0; i < 3; i++) tm_free(p->owned[i]);
+    for (int64_t i = 0; p->children && i < a->n_children; i++)
+      if (p->children[i].release) p->children[i].release(&p->children[i]);
+    tm_free(p->children);
+    tm_free(p->child_ptrs);
     tm_free(p);
   }
   a->release = NULL;
@@ -74,35 +80,82 @@ int tm_batch_export(tm_batch *b, struct ArrowSchema *schema_out,
   return TM_OK;
 }
 
+static size_t col_bytes(const tm_colview *v) {
+  size_t total = 0;
+  const struct ArrowArray *c = v->array;
+  if (c->n_buffers > 0 && c->buffers[0]) total += (size_t)(c->length + 7) / 8;
+  size_t w = tm_type_byte_width(&v->type);
+  if (v->type.id == TM_TYPE_BOOL) total += (size_t)(c->length + 7) / 8;
+  else if (tm_type_is_var(&v->type)) {
+    total += (size_t)(c->length + 1) * 4;
+    if (c->length > 0) total += (size_t)((const int32_t *)v->values)[c->length];
+  } else if (tm_type_is_nested(&v->type)) {
+    if (v->type.id != TM_TYPE_STRUCT) total += (size_t)(c->length + 1) * 4;
+    for (size_t k = 0; k < v->type.nested->n && k < (size_t)c->n_children; k++) {
+      tm_colview ch = tm_colview_child(v, k);
+      total += col_bytes(&ch);
+    }
+  } else total += w * (size_t)c->length;
+  return total;
+}
+
 size_t tm_batch_byte_size(const tm_batch *b) {
   size_t total = 0;
   for (size_t i = 0; i < b->schema.n_cols && b->array.release; i++) {
-    const struct ArrowArray *c = b->array.children[i];
     tm_colview v = tm_batch_col(b, i);
-    if (c->buffers[0]) total += (size_t)(c->length + 7) / 8;
-    size_t w = tm_type_byte_width(&v.type);
-    if (v.type.id == TM_TYPE_BOOL) total += (size_t)(c->length + 7) / 8;
-    else if (tm_type_is_var(&v.type)) {
-      total += (size_t)(c->length + 1) * 4;
-      if (c->length > 0) total += (size_t)((const int32_t *)v.values)[c->length];
-    } else total += w * (size_t)c->length;
+    total += col_bytes(&v);
   }
   return total;
 }
 
 /* ---- reading ------------------------------------------------------------- */
 
-tm_colview tm_batch_col(const tm_batch *b, size_t i) {
+tm_colview tm_colview_of(const struct ArrowArray *c, const tm_type *t) {
   tm_colview v;
   memset(&v, 0, sizeof v);
-  const struct ArrowArray *c = b->array.children[i];
-  v.type = b->schema.cols[i].type;
+  v.type = *t;
   v.length = c->length;
   v.null_count = c->null_count;
-  v.validity = c->null_count == 0 ? NULL : c->buffers[0];
+  v.validity = c->null_count == 0 || c->n_buffers < 1 ? NULL : c->buffers[0];
   v.values = c->n_buffers > 1 ? c->buffers[1] : NULL;
   v.data = c->n_buffers > 2 ? c->buffers[2] : NULL;
+  v.array = c;
   return v;
+}
+
+tm_colview tm_batch_col(const tm_batch *b, size_t i) {
+  return tm_colview_of(b->array.children[i], &b->schema.cols[i].type);
+}
+
+tm_colview tm_colview_child(const tm_colview *c, size_t k) {
+  return tm_colview_of(c->array->children[k], &c->type.nested->child[k]);
+}
+
+int tm_colview_check(const tm_colview *c, tm_error *err) {
+  if (!tm_type_is_nested(&c->type)) return TM_OK;
+  const struct ArrowArray *a = c->array;
+  size_t want = c->type.nested->n;
+  if (!a || a->offset != 0 || a->n_children != (int64_t)want || !a->children ||
+      a->length < 0 || a->n_buffers != (c->type.id == TM_TYPE_STRUCT ? 1 : 2))
+    return tm_error_set(err, TM_ECORRUPT, "a nested array does not match its type");
+  for (size_t k = 0; k < want; k++) {
+    tm_colview ch = tm_colview_child(c, k);
+    if (c->type.id == TM_TYPE_STRUCT && ch.length != c->length)
+      return tm_error_set(err, TM_ECORRUPT, "a struct field is not as long as the struct");
+    TM_TRY(tm_colview_check(&ch, err));
+  }
+  if (c->type.id == TM_TYPE_STRUCT || c->length == 0) return TM_OK;
+  const int32_t *off = c->values;
+  if (!off) return tm_error_set(err, TM_ECORRUPT, "a list array without offsets");
+  int64_t child_len = a->children[0]->length;
+  if (off[0] < 0) return tm_error_set(err, TM_ECORRUPT, "a list offset below 0");
+  for (int64_t i = 0; i < c->length; i++)
+    if (off[i + 1] < off[i])
+      return tm_error_set(err, TM_ECORRUPT, "list offsets decrease at row %lld", (long long)i);
+  if (off[c->length] > child_len)
+    return tm_error_set(err, TM_ECORRUPT, "a list offset passes its %lld elements",
+                        (long long)child_len);
+  return TM_OK;
 }
 
 static void read_decimal(const tm_colview *c, int64_t row, uint8_t out[16]) {
@@ -136,6 +189,9 @@ void tm_colview_get(const tm_colview *c, int64_t row, tm_value *out) {
     case TM_TYPE_UTF8:
     case TM_TYPE_BINARY:
     case TM_TYPE_FIXED_BINARY: out->v.s = tm_colview_bytes(c, row); break;
+    case TM_TYPE_LIST:
+    case TM_TYPE_STRUCT:
+    case TM_TYPE_MAP: out->v.u = 0; break; /* no scalar payload: read through the children */
     default: out->is_null = true; break;
   }
 }
@@ -242,12 +298,27 @@ void tm_colbuilder_init(tm_colbuilder *cb, tm_type type, size_t limit_bytes) {
   tm_buf_init(&cb->validity, limit);
   tm_buf_init(&cb->values, limit);
   tm_buf_init(&cb->data, limit);
+  if (tm_type_is_nested(&type)) {
+    size_t n = type.nested ? type.nested->n : 0;
+    cb->children = n ? tm_calloc(n, sizeof *cb->children) : NULL;
+    if (!cb->children) {
+      cb->broken = true;
+      return;
+    }
+    cb->n_children = n;
+    for (size_t k = 0; k < n; k++)
+      tm_colbuilder_init(&cb->children[k], type.nested->child[k], limit_bytes);
+  }
 }
 
 void tm_colbuilder_dispose(tm_colbuilder *cb) {
   tm_buf_dispose(&cb->validity);
   tm_buf_dispose(&cb->values);
   tm_buf_dispose(&cb->data);
+  for (size_t k = 0; k < cb->n_children; k++) tm_colbuilder_dispose(&cb->children[k]);
+  tm_free(cb->children);
+  cb->children = NULL;
+  cb->n_children = 0;
   cb->length = 0;
   cb->null_count = 0;
 }
@@ -256,6 +327,7 @@ void tm_colbuilder_reset(tm_colbuilder *cb) {
   tm_buf_clear(&cb->validity);
   tm_buf_clear(&cb->values);
   tm_buf_clear(&cb->data);
+  for (size_t k = 0; k < cb->n_children; k++) tm_colbuilder_reset(&cb->children[k]);
   cb->length = 0;
   cb->null_count = 0;
 }
@@ -281,6 +353,9 @@ int tm_colbuilder_reserve(tm_colbuilder *cb, int64_t n, size_t data_bytes, tm_er
     TM_TRY(ensure_offsets(cb, err));
     TM_TRY(tm_buf_reserve(&cb->values, (size_t)n * 4, err));
     TM_TRY(tm_buf_reserve(&cb->data, data_bytes, err));
+  } else if (cb->type.id == TM_TYPE_LIST || cb->type.id == TM_TYPE_MAP) {
+    TM_TRY(ensure_offsets(cb, err));
+    TM_TRY(tm_buf_reserve(&cb->values, (size_t)n * 4, err));
   } else {
     size_t bytes;
     if (tm_mul_overflow(w, (size_t)n, &bytes))
@@ -323,10 +398,64 @@ static int push_fixed(tm_colbuilder *cb, const void *v, size_t w, tm_error *err)
   return TM_OK;
 }
 
+static int out_of_range(tm_colbuilder *cb, tm_error *err);
+
+static int child_end(tm_colbuilder *cb, int32_t *end, tm_error *err) {
+  if (cb->broken) return tm_error_nomem(err);
+  if (cb->children[0].length > INT32_MAX)
+    return tm_error_set(err, TM_ETOOLARGE, "a list column of one batch passes 2^31 elements");
+  *end = (int32_t)cb->children[0].length;
+  return TM_OK;
+}
+
+int tm_colbuilder_append_nested(tm_colbuilder *cb, tm_error *err) {
+  if (cb->broken) return tm_error_nomem(err);
+  if (cb->type.id == TM_TYPE_STRUCT) {
+    for (size_t k = 0; k < cb->n_children; k++)
+      if (cb->children[k].length != cb->length + 1)
+        return tm_error_set(err, TM_EINVALID, "struct field '%s' has %lld values, expected %lld",
+                            cb->type.nested->name[k], (long long)cb->children[k].length,
+                            (long long)cb->length + 1);
+  } else if (cb->type.id == TM_TYPE_LIST || cb->type.id == TM_TYPE_MAP) {
+    int32_t end = 0;
+    TM_TRY(child_end(cb, &end, err));
+    TM_TRY(ensure_offsets(cb, err));
+    TM_TRY(tm_buf_append(&cb->values, &end, 4, err));
+  } else {
+    return out_of_range(cb, err);
+  }
+  TM_TRY(set_valid(cb, cb->length, true, err));
+  cb->length++;
+  return TM_OK;
+}
+
+int tm_colbuilder_append_nested_null(tm_colbuilder *cb, tm_error *err) {
+  if (cb->type.id != TM_TYPE_STRUCT) return tm_colbuilder_append_null(cb, err);
+  if (cb->broken) return tm_error_nomem(err);
+  for (size_t k = 0; k < cb->n_children; k++)
+    if (cb->children[k].length != cb->length + 1)
+      return tm_error_set(err, TM_EINVALID, "struct field '%s' has %lld values, expected %lld",
+                          cb->type.nested->name[k], (long long)cb->children[k].length,
+                          (long long)cb->length + 1);
+  TM_TRY(set_valid(cb, cb->length, false, err));
+  cb->length++;
+  cb->null_count++;
+  return TM_OK;
+}
+
 int tm_colbuilder_append_nulls(tm_colbuilder *cb, int64_t n, tm_error *err) {
   for (int64_t k = 0; k < n; k++) {
     size_t w = tm_type_byte_width(&cb->type);
-    if (cb->type.id == TM_TYPE_BOOL) {
+    if (cb->broken) return tm_error_nomem(err);
+    if (cb->type.id == TM_TYPE_STRUCT) {
+      for (size_t f = 0; f < cb->n_children; f++)
+        TM_TRY(tm_colbuilder_append_null(&cb->children[f], err));
+    } else if (cb->type.id == TM_TYPE_LIST || cb->type.id == TM_TYPE_MAP) {
+      int32_t end = 0;
+      TM_TRY(child_end(cb, &end, err));
+      TM_TRY(ensure_offsets(cb, err));
+      TM_TRY(tm_buf_append(&cb->values, &end, 4, err));
+    } else if (cb->type.id == TM_TYPE_BOOL) {
       size_t need = bitmap_bytes(cb->length + 1);
       if (need > cb->values.len) {
         void *p;
@@ -501,7 +630,34 @@ int tm_colbuilder_append_range(tm_colbuilder *cb, const tm_colview *src, int64_t
     return TM_OK;
   }
   int64_t start = cb->length;
-  if (tm_type_is_var(&cb->type)) {
+  if (tm_type_is_nested(&cb->type)) {
+    if (cb->broken) return tm_error_nomem(err);
+    if (cb->type.id == TM_TYPE_STRUCT) {
+      for (size_t k = 0; k < cb->n_children; k++) {
+        tm_colview ch = tm_colview_child(src, k);
+        TM_TRY(tm_colbuilder_append_range(&cb->children[k], &ch, from, n, err));
+      }
+    } else {
+      const int32_t *off = src->values;
+      tm_colview ch = tm_colview_child(src, 0);
+      if (off[from] < 0 || off[from + n] < off[from] || off[from + n] > ch.length)
+        return tm_error_set(err, TM_ECORRUPT, "list offsets out of bounds");
+      int32_t end = 0;
+      TM_TRY(child_end(cb, &end, err));
+      int64_t base = (int64_t)end - off[from];
+      if ((int64_t)end + (off[from + n] - off[from]) > INT32_MAX)
+        return tm_error_set(err, TM_ETOOLARGE, "a list column of one batch passes 2^31 elements");
+      TM_TRY(tm_colbuilder_append_range(&cb->children[0], &ch, off[from], off[from + n] - off[from],
+                                        err));
+      TM_TRY(ensure_offsets(cb, err));
+      TM_TRY(tm_buf_reserve(&cb->values, (size_t)n * 4, err));
+      for (int64_t i = from; i < from + n; i++) {
+        if (off[i + 1] < off[i]) return tm_error_set(err, TM_ECORRUPT, "list offsets decrease");
+        int32_t e = (int32_t)(off[i + 1] + base);
+        TM_TRY(tm_buf_append(&cb->values, &e, 4, err));
+      }
+    }
+  } else if (tm_type_is_var(&cb->type)) {
     const int32_t *off = src->values;
     size_t bytes = (size_t)(off[from + n] - off[from]);
     TM_TRY(tm_colbuilder_reserve(cb, n, bytes, err));
@@ -528,7 +684,68 @@ int tm_colbuilder_append_range(tm_colbuilder *cb, const tm_colview *src, int64_t
   return TM_OK;
 }
 
+static int finish_nested(tm_colbuilder *cb, struct ArrowArray *out, tm_error *err) {
+  if (cb->broken) return tm_error_nomem(err);
+  size_t n = cb->n_children;
+  bool lists = cb->type.id != TM_TYPE_STRUCT;
+  if (lists) TM_TRY(ensure_offsets(cb, err));
+  col_private *p = tm_calloc(1, sizeof *p);
+  int rc = TM_OK;
+  if (p) {
+    p->children = tm_calloc(n, sizeof *p->children);
+    p->child_ptrs = tm_calloc(n, sizeof *p->child_ptrs);
+  }
+  if (!p || !p->children || !p->child_ptrs) {
+    rc = tm_error_nomem(err);
+    goto fail;
+  }
+  for (size_t k = 0; k < n; k++) {
+    if (cb->type.id == TM_TYPE_STRUCT && cb->children[k].length != cb->length) {
+      rc = tm_error_set(err, TM_EINVALID, "struct field '%s' has %lld values, expected %lld",
+                        cb->type.nested->name[k], (long long)cb->children[k].length,
+                        (long long)cb->length);
+      goto fail;
+    }
+    rc = tm_colbuilder_finish(&cb->children[k], &p->children[k], err);
+    if (rc < 0) goto fail;
+    p->child_ptrs[k] = &p->children[k];
+  }
+  if (cb->null_count > 0) p->owned[0] = tm_buf_take(&cb->validity, NULL);
+  else tm_buf_clear(&cb->validity);
+  if (lists) p->owned[1] = tm_buf_take(&cb->values, NULL);
+  if ((cb->null_count > 0 && !p->owned[0]) || (lists && !p->owned[1])) {
+    rc = tm_error_nomem(err);
+    goto fail;
+  }
+  for (int i = 0; i < 2; i++) p->buffers[i] = p->owned[i];
+  memset(out, 0, sizeof *out);
+  out->length = cb->length;
+  out->null_count = cb->null_count;
+  out->n_buffers = lists ? 2 : 1;
+  out->buffers = p->buffers;
+  out->n_children = (int64_t)n;
+  out->children = p->child_ptrs;
+  out->release = release_column;
+  out->private_data = p;
+  cb->length = 0;
+  cb->null_count = 0;
+  tm_buf_clear(&cb->validity);
+  tm_buf_clear(&cb->values);
+  return TM_OK;
+fail:
+  if (p) {
+    for (size_t k = 0; p->children && k < n; k++)
+      if (p->children[k].release) p->children[k].release(&p->children[k]);
+    for (int i = 0; i < 3; i++) tm_free(p->owned[i]);
+    tm_free(p->children);
+    tm_free(p->child_ptrs);
+    tm_free(p);
+  }
+  return rc;
+}
+
 int tm_colbuilder_finish(tm_colbuilder *cb, struct ArrowArray *out, tm_error *err) {
+  if (tm_type_is_nested(&cb->type)) return finish_nested(cb, out, err);
   col_private *p = tm_calloc(1, sizeof *p);
   if (!p) return tm_error_nomem(err);
   if (tm_type_is_var(&cb->type)) {

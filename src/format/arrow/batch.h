@@ -64,10 +64,25 @@ typedef struct tm_colview {
   const uint8_t *validity; /* bit i set: row i valid; NULL: all valid */
   const void *values;      /* fixed-width values, bool bits, or int32 offsets */
   const uint8_t *data;     /* utf8/binary bytes */
+  const struct ArrowArray *array; /* the column's array (nested types: their children) */
 } tm_colview;
 
 /** A view of column i of b; valid while b lives. */
 tm_colview tm_batch_col(const tm_batch *b, size_t i);
+/** A view of an array of type t (as tm_batch_col; nested arrays keep their children). */
+tm_colview tm_colview_of(const struct ArrowArray *a, const tm_type *t);
+/**
+ * Child k of a nested column: LIST and MAP have one (every element, or every
+ * entry struct, of all rows: row i's are [offsets[i], offsets[i+1])); a
+ * STRUCT has one per field, as long as the struct.
+ */
+tm_colview tm_colview_child(const tm_colview *c, size_t k);
+/**
+ * Checks a nested column's offsets against its child: offsets[0] >= 0, never
+ * decreasing, the last within the child's length; children of a struct as
+ * long as the struct; recursively. For arrays that come from outside.
+ */
+int tm_colview_check(const tm_colview *c, tm_error *err) TM_WARN_UNUSED;
 
 static inline bool tm_bit_get(const uint8_t *bits, int64_t i) {
   return (bits[i >> 3] >> (i & 7)) & 1;
@@ -135,6 +150,11 @@ typedef struct tm_colbuilder {
   tm_buf validity; /* bitmap; empty until the first null */
   tm_buf values;   /* fixed-width values, bool bits, or int32 offsets (length + 1) */
   tm_buf data;     /* utf8/binary bytes */
+  /* Nested types: LIST and MAP one child builder (the elements, the entry
+   * structs), STRUCT one per field; values holds a LIST's or MAP's offsets. */
+  struct tm_colbuilder *children;
+  size_t n_children;
+  bool broken;     /* a child builder could not be allocated: appends fail */
 } tm_colbuilder;
 
 /** limit_bytes caps each buffer (0: 1 GiB). */
@@ -157,6 +177,18 @@ int tm_colbuilder_append_bytes(tm_colbuilder *cb, const void *p, size_t len, tm_
     TM_WARN_UNUSED;
 int tm_colbuilder_append_decimal(tm_colbuilder *cb, const uint8_t le16[16], tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * Nested builders: append the slot's elements (LIST, MAP) or one value to
+ * every field (STRUCT) through tm_colbuilder_child, then close the slot as a
+ * valid value with tm_colbuilder_append_nested. A NULL slot is
+ * tm_colbuilder_append_null (a STRUCT then appends a NULL to each field).
+ */
+static inline tm_colbuilder *tm_colbuilder_child(tm_colbuilder *cb, size_t k) {
+  return &cb->children[k];
+}
+int tm_colbuilder_append_nested(tm_colbuilder *cb, tm_error *err) TM_WARN_UNUSED;
+/** A NULL slot whose children the caller appended already (a STRUCT's fields). */
+int tm_colbuilder_append_nested_null(tm_colbuilder *cb, tm_error *err) TM_WARN_UNUSED;
 /** Appends a value of the builder's type family (NULL values too). */
 int tm_colbuilder_append_value(tm_colbuilder *cb, const tm_value *v, tm_error *err)
     TM_WARN_UNUSED;

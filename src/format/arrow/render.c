@@ -438,6 +438,140 @@ int tm_out_row(tm_out *o, const char *const *texts, const size_t *lens,
   return emit(o, b->ptr, b->len, err);
 }
 
+static int json_cell(tm_buf *out, const tm_colview *c, int64_t row, int depth, tm_error *err) {
+  if (tm_colview_is_null(c, row)) return tm_buf_puts(out, "null", err);
+  if (depth > 2 * TM_NTYPE_MAX_DEPTH)
+    return tm_error_set(err, TM_ECORRUPT, "nested value deeper than %d", TM_NTYPE_MAX_DEPTH);
+  switch (c->type.id) {
+    case TM_TYPE_STRUCT: {
+      TM_TRY(tm_buf_putc(out, '{', err));
+      for (size_t k = 0; k < c->type.nested->n; k++) {
+        tm_colview ch = tm_colview_child(c, k);
+        if (k) TM_TRY(tm_buf_putc(out, ',', err));
+        const char *name = c->type.nested->name[k];
+        TM_TRY(tm_json_string(out, name, strlen(name), err));
+        TM_TRY(tm_buf_putc(out, ':', err));
+        TM_TRY(json_cell(out, &ch, row, depth + 1, err));
+      }
+      return tm_buf_putc(out, '}', err);
+    }
+    case TM_TYPE_LIST:
+    case TM_TYPE_MAP: {
+      bool map = c->type.id == TM_TYPE_MAP;
+      const int32_t *off = c->values;
+      tm_colview ch = tm_colview_child(c, 0);
+      if (off[row] < 0 || off[row + 1] < off[row] || off[row + 1] > ch.length)
+        return tm_error_set(err, TM_ECORRUPT, "list offsets out of bounds");
+      TM_TRY(tm_buf_putc(out, map ? '{' : '[', err));
+      tm_colview key, val;
+      if (map) {
+        key = tm_colview_child(&ch, 0);
+        val = tm_colview_child(&ch, 1);
+      }
+      for (int32_t i = off[row]; i < off[row + 1]; i++) {
+        if (i > off[row]) TM_TRY(tm_buf_putc(out, ',', err));
+        if (!map) {
+          TM_TRY(json_cell(out, &ch, i, depth + 1, err));
+          continue;
+        }
+        size_t start = out->len;
+        TM_TRY(json_cell(out, &key, i, depth + 1, err));
+        if (out->ptr[start] != '"') { /* a key that is not a string: its text as one */
+          size_t len = out->len - start;
+          char small[64];
+          char *copy = len <= sizeof small ? small : tm_malloc(len);
+          if (!copy) return tm_error_nomem(err);
+          memcpy(copy, out->ptr + start, len);
+          out->len = start;
+          int rc = tm_json_string(out, copy, len, err);
+          if (copy != small) tm_free(copy);
+          TM_TRY(rc);
+        }
+        TM_TRY(tm_buf_putc(out, ':', err));
+        TM_TRY(json_cell(out, &val, i, depth + 1, err));
+      }
+      return tm_buf_putc(out, map ? '}' : ']', err);
+    }
+    default: break;
+  }
+  tm_value v;
+  tm_colview_get(c, row, &v);
+  switch (c->type.id) {
+    case TM_TYPE_BOOL:
+    case TM_TYPE_INT8:
+    case TM_TYPE_INT16:
+    case TM_TYPE_INT32:
+    case TM_TYPE_INT64:
+    case TM_TYPE_UINT8:
+    case TM_TYPE_UINT16:
+    case TM_TYPE_UINT32:
+    case TM_TYPE_UINT64:
+    case TM_TYPE_DECIMAL128: return tm_value_render(out, &c->type, &v, err);
+    case TM_TYPE_FLOAT32:
+    case TM_TYPE_FLOAT64:
+      if (isfinite(v.v.f)) return tm_value_render(out, &c->type, &v, err);
+      break;
+    default: break;
+  }
+  tm_buf tmp;
+  tm_buf_init(&tmp, TM_BUF_UNLIMITED);
+  int rc = tm_value_render(&tmp, &c->type, &v, err);
+  if (rc == TM_OK) rc = tm_json_string(out, tmp.ptr, tmp.len, err);
+  tm_buf_dispose(&tmp);
+  return rc;
+}
+
+int tm_colview_json(tm_buf *out, const tm_colview *c, int64_t row, tm_error *err) {
+  return json_cell(out, c, row, 0, err);
+}
+
+void tm_schema_nested_as_json(tm_schema *s) {
+  for (size_t i = 0; i < s->n_cols; i++)
+    if (tm_type_is_nested(&s->cols[i].type)) s->cols[i].type = tm_type_of(TM_TYPE_UTF8);
+}
+
+int tm_batch_nested_as_json(const tm_batch *in, tm_batch *out, tm_error *err) {
+  tm_schema s;
+  tm_schema_init(&s);
+  TM_TRY(tm_schema_copy(&s, &in->schema, err));
+  tm_schema_nested_as_json(&s);
+  tm_batch_builder bb;
+  int rc = tm_batch_builder_init(&bb, &s, err);
+  if (rc < 0) {
+    tm_schema_dispose(&s);
+    return rc;
+  }
+  tm_buf json;
+  tm_buf_init(&json, (size_t)1 << 30);
+  for (size_t c = 0; c < s.n_cols && rc == TM_OK; c++) {
+    tm_colview v = tm_batch_col(in, c);
+    tm_colbuilder *cb = tm_batch_builder_col(&bb, c);
+    if (!tm_type_is_nested(&v.type)) {
+      rc = tm_colbuilder_append_range(cb, &v, 0, in->n_rows, err);
+      continue;
+    }
+    rc = tm_colview_check(&v, err);
+    for (int64_t r = 0; r < in->n_rows && rc == TM_OK; r++) {
+      if (tm_colview_is_null(&v, r)) {
+        rc = tm_colbuilder_append_null(cb, err);
+        continue;
+      }
+      tm_buf_clear(&json);
+      rc = tm_colview_json(&json, &v, r, err);
+      if (rc == TM_OK) rc = tm_colbuilder_append_bytes(cb, json.ptr, json.len, err);
+    }
+  }
+  if (rc == TM_OK && s.n_cols == 0) {
+    rc = tm_batch_from_arrays(out, &s, NULL, in->n_rows, err);
+  } else if (rc == TM_OK) {
+    rc = tm_batch_builder_finish(&bb, out, err);
+  }
+  tm_buf_dispose(&json);
+  tm_batch_builder_dispose(&bb);
+  tm_schema_dispose(&s);
+  return rc;
+}
+
 int tm_out_batch(tm_out *o, const tm_batch *b, tm_error *err) {
   return tm_out_batch_json(o, b, NULL, err);
 }
@@ -470,9 +604,11 @@ int tm_out_batch_json(tm_out *o, const tm_batch *b, const bool *json, tm_error *
                  : (tm_type_is_integer(&cols[c].type) || id == TM_TYPE_FLOAT32 ||
                     id == TM_TYPE_FLOAT64 || id == TM_TYPE_DECIMAL128)
                      ? TM_CELL_NUMBER
-                 : json && json[c] && id == TM_TYPE_UTF8 ? TM_CELL_JSON
-                                                         : TM_CELL_TEXT;
-      rc = tm_value_render(&cells, &cols[c].type, &v, err);
+                 : (json && json[c] && id == TM_TYPE_UTF8) || tm_type_is_nested(&cols[c].type)
+                     ? TM_CELL_JSON
+                     : TM_CELL_TEXT;
+      rc = tm_type_is_nested(&cols[c].type) ? tm_colview_json(&cells, &cols[c], r, err)
+                                            : tm_value_render(&cells, &cols[c].type, &v, err);
       lens[c] = cells.len - starts[c];
     }
     for (size_t c = 0; c < n && rc == TM_OK; c++) {

@@ -36,6 +36,23 @@ char *tm_u64_format_back(char *end, uint64_t v);
 /** Appends the text form of v (which must not be NULL) to out. */
 int tm_value_render(tm_buf *out, const tm_type *type, const tm_value *v, tm_error *err)
     TM_WARN_UNUSED;
+/**
+ * Appends cell `row` of c as JSON, as DuckDB's to_json writes it: nested
+ * values as arrays ([..]), objects ({"f":..}; a MAP's keys as strings of their
+ * text), NULL as null; numbers (finite) and booleans bare; every other value
+ * as a string of its text form. The one JSON form of nested data (issue 16):
+ * JSON output, the text of nested cells in CSV and tables, the sqlite engine.
+ */
+int tm_colview_json(tm_buf *out, const tm_colview *c, int64_t row, tm_error *err)
+    TM_WARN_UNUSED;
+/**
+ * A copy of in whose nested columns are utf8 JSON text (tm_colview_json; a
+ * NULL stays NULL), for stores that keep nested values as text (the sqlite
+ * engine).
+ */
+int tm_batch_nested_as_json(const tm_batch *in, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
+/** s with every nested column's type replaced by utf8 (in place). */
+void tm_schema_nested_as_json(tm_schema *s);
 /** Decimal128 (little-endian) with scale to text. buf needs 48 bytes. */
 size_t tm_decimal_format(const uint8_t le16[16], int32_t scale, char *buf, size_t cap);
 /** Shortest exact text of a double (NaN, inf, -inf for specials). buf needs 32 bytes. */

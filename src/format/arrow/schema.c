@@ -4,11 +4,14 @@
  */
 #include "format/arrow/schema.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "format/arrow/render.h"
 #include "util/alloc.h"
+#include "util/hash.h"
 #include "util/str.h"
 
 tm_type tm_type_timestamp(tm_time_unit unit, bool utc) {
@@ -31,6 +34,168 @@ tm_type tm_type_fixed(int32_t width) {
   return t;
 }
 
+/* ---- nested types: an interned table ------------------------------------ */
+
+typedef struct nt_entry {
+  tm_ntype t;
+  uint64_t hash;
+  struct nt_entry *next;
+} nt_entry;
+
+#define NT_BUCKETS 4096
+static pthread_mutex_t g_nt_mu = PTHREAD_MUTEX_INITIALIZER;
+static nt_entry *g_nt[NT_BUCKETS];
+static size_t g_nt_count, g_nt_bytes;
+
+bool tm_type_same_layout(const tm_type *a, const tm_type *b) {
+  if (!tm_type_is_nested(a) || !tm_type_is_nested(b)) return tm_type_equal(a, b);
+  if (a->id != b->id || !a->nested || !b->nested || a->nested->n != b->nested->n) return false;
+  for (size_t i = 0; i < a->nested->n; i++)
+    if (!tm_type_same_layout(&a->nested->child[i], &b->nested->child[i])) return false;
+  return true;
+}
+
+int tm_type_depth(const tm_type *t) { return t->nested ? t->nested->depth : 0; }
+
+static int sig_of(tm_buf *b, const tm_type *t, bool nullable, tm_error *err) {
+  if (t->nested) TM_TRY(tm_buf_puts(b, t->nested->sig, err));
+  else {
+    char tn[64];
+    tm_type_name(t, tn, sizeof tn);
+    TM_TRY(tm_buf_puts(b, tn, err));
+  }
+  return nullable ? TM_OK : tm_buf_putc(b, '!', err);
+}
+
+/* Finds or adds the descriptor whose signature is sig (built by the caller
+ * from the same children, so equal signatures mean equal types). */
+static int nt_intern(tm_type_id id, size_t n, const char *const *names, const tm_type *types,
+                     const bool *nullable, const tm_buf *sig, tm_type *out, tm_error *err) {
+  uint64_t h = tm_hash64(sig->ptr, sig->len, (uint64_t)id);
+  int depth = 0;
+  for (size_t i = 0; i < n; i++)
+    if (tm_type_depth(&types[i]) > depth) depth = tm_type_depth(&types[i]);
+  depth++;
+  if (depth > TM_NTYPE_MAX_DEPTH)
+    return tm_error_set(err, TM_EUNSUPPORTED, "nested type deeper than %d levels",
+                        TM_NTYPE_MAX_DEPTH);
+  int rc = TM_OK;
+  pthread_mutex_lock(&g_nt_mu);
+  nt_entry **slot = &g_nt[h % NT_BUCKETS];
+  for (nt_entry *e = *slot; e; e = e->next) {
+    if (e->hash == h && e->t.id == id && strlen(e->t.sig) == sig->len &&
+        memcmp(e->t.sig, sig->ptr, sig->len) == 0) {
+      *out = tm_type_of(id);
+      out->nested = &e->t;
+      goto done;
+    }
+  }
+  size_t names_len = 0;
+  for (size_t i = 0; i < n; i++) names_len += strlen(names[i]) + 1;
+  size_t bytes = sizeof(nt_entry) + n * (sizeof(tm_type) + sizeof(char *) + sizeof(bool)) +
+                 names_len + sig->len + 1 + 16;
+  if (g_nt_count >= TM_NTYPE_MAX || g_nt_bytes + bytes > TM_NTYPE_MAX_BYTES) {
+    rc = tm_error_set(err, TM_ETOOLARGE, "more than %d distinct nested types", TM_NTYPE_MAX);
+    goto done;
+  }
+  /* One block, never freed: descriptors live as long as the process. */
+  nt_entry *e = tm_calloc(1, bytes);
+  if (!e) {
+    rc = tm_error_nomem(err);
+    goto done;
+  }
+  tm_type *child = (tm_type *)(e + 1);
+  const char **nm = (const char **)(child + n);
+  bool *nl = (bool *)(nm + n);
+  char *str = (char *)(nl + n);
+  for (size_t i = 0; i < n; i++) {
+    child[i] = types[i];
+    nl[i] = nullable[i];
+    size_t len = strlen(names[i]) + 1;
+    memcpy(str, names[i], len);
+    nm[i] = str;
+    str += len;
+  }
+  memcpy(str, sig->ptr, sig->len);
+  str[sig->len] = '\0';
+  e->t.id = id;
+  e->t.n = n;
+  e->t.child = child;
+  e->t.name = nm;
+  e->t.nullable = nl;
+  e->t.sig = str;
+  e->t.depth = depth;
+  e->hash = h;
+  e->next = *slot;
+  *slot = e;
+  g_nt_count++;
+  g_nt_bytes += bytes;
+  *out = tm_type_of(id);
+  out->nested = &e->t;
+done:
+  pthread_mutex_unlock(&g_nt_mu);
+  return rc;
+}
+
+int tm_type_struct(size_t n, const char *const *names, const tm_type *types,
+                   const bool *nullable, tm_type *out, tm_error *err) {
+  if (n == 0 || n > TM_NTYPE_MAX_FIELDS)
+    return tm_error_set(err, TM_EUNSUPPORTED, "a struct of %zu fields", n);
+  for (size_t i = 0; i < n; i++)
+    if (types[i].id <= TM_TYPE_INVALID || types[i].id >= TM_TYPE__COUNT ||
+        (tm_type_is_nested(&types[i]) && !types[i].nested))
+      return tm_error_set(err, TM_EINVALID, "struct field '%s' has no type", names[i]);
+  tm_buf sig;
+  tm_buf_init(&sig, (size_t)1 << 24);
+  int rc = tm_buf_puts(&sig, "struct<", err);
+  for (size_t i = 0; i < n && rc == TM_OK; i++) {
+    if (i) rc = tm_buf_putc(&sig, ',', err);
+    if (rc == TM_OK) rc = tm_json_string(&sig, names[i], strlen(names[i]), err);
+    if (rc == TM_OK) rc = tm_buf_putc(&sig, ':', err);
+    if (rc == TM_OK) rc = sig_of(&sig, &types[i], nullable[i], err);
+  }
+  if (rc == TM_OK) rc = tm_buf_putc(&sig, '>', err);
+  if (rc == TM_OK) rc = nt_intern(TM_TYPE_STRUCT, n, names, types, nullable, &sig, out, err);
+  tm_buf_dispose(&sig);
+  return rc;
+}
+
+int tm_type_list(const tm_type *elem, bool elem_nullable, tm_type *out, tm_error *err) {
+  if (elem->id <= TM_TYPE_INVALID || elem->id >= TM_TYPE__COUNT ||
+      (tm_type_is_nested(elem) && !elem->nested))
+    return tm_error_set(err, TM_EINVALID, "a list element has no type");
+  tm_buf sig;
+  tm_buf_init(&sig, (size_t)1 << 24);
+  const char *name = "element";
+  int rc = tm_buf_puts(&sig, "list<", err);
+  if (rc == TM_OK) rc = sig_of(&sig, elem, elem_nullable, err);
+  if (rc == TM_OK) rc = tm_buf_putc(&sig, '>', err);
+  if (rc == TM_OK) rc = nt_intern(TM_TYPE_LIST, 1, &name, elem, &elem_nullable, &sig, out, err);
+  tm_buf_dispose(&sig);
+  return rc;
+}
+
+int tm_type_map(const tm_type *key, const tm_type *value, bool value_nullable, tm_type *out,
+                tm_error *err) {
+  const char *names[2] = {"key", "value"};
+  tm_type kv[2] = {*key, *value};
+  bool nl[2] = {false, value_nullable};
+  tm_type entries;
+  TM_TRY(tm_type_struct(2, names, kv, nl, &entries, err));
+  tm_buf sig;
+  tm_buf_init(&sig, (size_t)1 << 24);
+  const char *name = "entries";
+  bool no = false;
+  int rc = tm_buf_puts(&sig, "map<", err);
+  if (rc == TM_OK) rc = sig_of(&sig, key, true, err);
+  if (rc == TM_OK) rc = tm_buf_putc(&sig, ',', err);
+  if (rc == TM_OK) rc = sig_of(&sig, value, value_nullable, err);
+  if (rc == TM_OK) rc = tm_buf_putc(&sig, '>', err);
+  if (rc == TM_OK) rc = nt_intern(TM_TYPE_MAP, 1, &name, &entries, &no, &sig, out, err);
+  tm_buf_dispose(&sig);
+  return rc;
+}
+
 bool tm_type_equal(const tm_type *a, const tm_type *b) {
   if (a->id != b->id) return false;
   switch (a->id) {
@@ -38,6 +203,9 @@ bool tm_type_equal(const tm_type *a, const tm_type *b) {
     case TM_TYPE_TIME64: return a->unit == b->unit;
     case TM_TYPE_DECIMAL128: return a->precision == b->precision && a->scale == b->scale;
     case TM_TYPE_FIXED_BINARY: return a->width == b->width && a->uuid == b->uuid;
+    case TM_TYPE_LIST:
+    case TM_TYPE_STRUCT:
+    case TM_TYPE_MAP: return a->nested == b->nested; /* interned */
     default: return true;
   }
 }
@@ -93,7 +261,8 @@ size_t tm_type_name(const tm_type *t, char *buf, size_t cap) {
   static const char *names[TM_TYPE__COUNT] = {
       "invalid", "bool",    "int8",    "int16",   "int32",   "int64",        "uint8",
       "uint16",  "uint32",  "uint64",  "float32", "float64", "decimal",      "utf8",
-      "binary",  "fixed",   "date32",  "time64",  "timestamp"};
+      "binary",  "fixed",   "date32",  "time64",  "timestamp", "list",
+      "struct",  "map"};
   int n;
   const char *base = t->id < TM_TYPE__COUNT ? names[t->id] : "invalid";
   switch (t->id) {
@@ -106,6 +275,11 @@ size_t tm_type_name(const tm_type *t, char *buf, size_t cap) {
     case TM_TYPE_TIME64: n = snprintf(buf, cap, "time64(%s)", tm_unit_name(t->unit)); break;
     case TM_TYPE_TIMESTAMP:
       n = snprintf(buf, cap, "timestamp(%s%s)", tm_unit_name(t->unit), t->utc ? ", UTC" : "");
+      break;
+    case TM_TYPE_LIST:
+    case TM_TYPE_STRUCT:
+    case TM_TYPE_MAP:
+      n = snprintf(buf, cap, "%s", t->nested ? t->nested->sig : base);
       break;
     default: n = snprintf(buf, cap, "%s", base); break;
   }
@@ -134,6 +308,9 @@ int tm_type_to_arrow_format(const tm_type *t, char *buf, size_t cap) {
     case TM_TYPE_TIMESTAMP:
       n = snprintf(buf, cap, "ts%c:%s", unit_char[t->unit & 3], t->utc ? "UTC" : "");
       break;
+    case TM_TYPE_LIST: n = snprintf(buf, cap, "+l"); break;
+    case TM_TYPE_STRUCT: n = snprintf(buf, cap, "+s"); break;
+    case TM_TYPE_MAP: n = snprintf(buf, cap, "+m"); break;
     default:
       if (t->id <= TM_TYPE_INVALID || t->id >= TM_TYPE__COUNT || !simple[t->id])
         return TM_EINVALID;
@@ -260,8 +437,10 @@ bool tm_schema_equal(const tm_schema *a, const tm_schema *b) {
 int tm_schema_fingerprint(const tm_schema *s, tm_buf *out, tm_error *err) {
   for (size_t i = 0; i < s->n_cols; i++) {
     char tn[64];
-    tm_type_name(&s->cols[i].type, tn, sizeof tn);
-    TM_TRY(tm_buf_printf(out, err, "%s%s:%s", i ? "," : "", s->cols[i].name, tn));
+    const tm_type *t = &s->cols[i].type;
+    tm_type_name(t, tn, sizeof tn);
+    TM_TRY(tm_buf_printf(out, err, "%s%s:%s", i ? "," : "", s->cols[i].name,
+                         t->nested ? t->nested->sig : tn));
   }
   return TM_OK;
 }
@@ -339,17 +518,31 @@ static int init_node(struct ArrowSchema *out, const char *format, const char *na
   return TM_OK;
 }
 
+static int export_field(struct ArrowSchema *out, const char *name, const tm_type *t,
+                        bool nullable, tm_error *err) {
+  char fmt[48];
+  if (tm_type_to_arrow_format(t, fmt, sizeof fmt) != TM_OK ||
+      (tm_type_is_nested(t) && !t->nested))
+    return tm_error_set(err, TM_EINVALID, "column '%s' has no Arrow type", name);
+  int64_t n = t->nested ? (int64_t)t->nested->n : 0;
+  TM_TRY(init_node(out, fmt, name, t->uuid, nullable ? ARROW_FLAG_NULLABLE : 0, n, err));
+  for (int64_t i = 0; i < n; i++) {
+    int rc = export_field(out->children[i], t->nested->name[i], &t->nested->child[i],
+                          t->nested->nullable[i], err);
+    if (rc < 0) {
+      out->release(out);
+      return rc;
+    }
+    out->n_children = i + 1;
+  }
+  return TM_OK;
+}
+
 int tm_schema_to_arrow(const tm_schema *s, struct ArrowSchema *out, tm_error *err) {
   TM_TRY(init_node(out, "+s", "", false, 0, (int64_t)s->n_cols, err));
   for (size_t i = 0; i < s->n_cols; i++) {
     const tm_column *c = &s->cols[i];
-    char fmt[48];
-    if (tm_type_to_arrow_format(&c->type, fmt, sizeof fmt) != TM_OK) {
-      out->release(out);
-      return tm_error_set(err, TM_EINVALID, "column '%s' has no Arrow type", c->name);
-    }
-    int rc = init_node(out->children[i], fmt, c->name, c->type.uuid,
-                       c->nullable ? ARROW_FLAG_NULLABLE : 0, 0, err);
+    int rc = export_field(out->children[i], c->name, &c->type, c->nullable, err);
     if (rc < 0) {
       out->release(out);
       return rc;
@@ -380,16 +573,62 @@ static bool has_uuid_extension(const char *metadata) {
   return false;
 }
 
+/* The type of one Arrow field, nested ones through their children. */
+static int import_type(const struct ArrowSchema *c, int depth, tm_type *out, tm_error *err) {
+  if (!c->format) return tm_error_set(err, TM_EINVALID, "an Arrow field without a format");
+  bool l = strcmp(c->format, "+l") == 0, st = strcmp(c->format, "+s") == 0,
+       m = strcmp(c->format, "+m") == 0;
+  if (!l && !st && !m) {
+    TM_TRY(tm_type_from_arrow_format(c->format, out, err));
+    if (out->id == TM_TYPE_FIXED_BINARY && out->width == 16 && has_uuid_extension(c->metadata))
+      out->uuid = true;
+    return TM_OK;
+  }
+  if (depth >= TM_NTYPE_MAX_DEPTH)
+    return tm_error_set(err, TM_EUNSUPPORTED, "Arrow type nested deeper than %d levels",
+                        TM_NTYPE_MAX_DEPTH);
+  int64_t n = c->n_children;
+  if ((l && n != 1) || (st && (n < 1 || n > TM_NTYPE_MAX_FIELDS)) || (m && n != 1) || !c->children)
+    return tm_error_set(err, TM_EUNSUPPORTED, "Arrow type '%s' with %lld children", c->format,
+                        (long long)n);
+  if (l) {
+    tm_type e;
+    TM_TRY(import_type(c->children[0], depth + 1, &e, err));
+    return tm_type_list(&e, (c->children[0]->flags & ARROW_FLAG_NULLABLE) != 0, out, err);
+  }
+  if (m) {
+    const struct ArrowSchema *ent = c->children[0];
+    if (!ent->format || strcmp(ent->format, "+s") != 0 || ent->n_children != 2)
+      return tm_error_set(err, TM_EUNSUPPORTED, "Arrow map entries are not struct<key, value>");
+    tm_type k, v;
+    TM_TRY(import_type(ent->children[0], depth + 2, &k, err));
+    TM_TRY(import_type(ent->children[1], depth + 2, &v, err));
+    return tm_type_map(&k, &v, (ent->children[1]->flags & ARROW_FLAG_NULLABLE) != 0, out, err);
+  }
+  tm_type *types = tm_calloc((size_t)n, sizeof *types);
+  const char **names = tm_calloc((size_t)n, sizeof *names);
+  bool *nl = tm_calloc((size_t)n, sizeof *nl);
+  int rc = types && names && nl ? TM_OK : tm_error_nomem(err);
+  for (int64_t i = 0; i < n && rc == TM_OK; i++) {
+    const struct ArrowSchema *ch = c->children[i];
+    names[i] = ch->name ? ch->name : "";
+    nl[i] = (ch->flags & ARROW_FLAG_NULLABLE) != 0;
+    rc = import_type(ch, depth + 1, &types[i], err);
+  }
+  if (rc == TM_OK) rc = tm_type_struct((size_t)n, names, types, nl, out, err);
+  tm_free(types);
+  tm_free(names);
+  tm_free(nl);
+  return rc;
+}
+
 int tm_schema_from_arrow(tm_schema *out, const struct ArrowSchema *in, tm_error *err) {
   if (!in->format || strcmp(in->format, "+s") != 0)
     return tm_error_set(err, TM_EUNSUPPORTED, "expected an Arrow struct schema");
   for (int64_t i = 0; i < in->n_children; i++) {
     const struct ArrowSchema *c = in->children[i];
     tm_type t;
-    int rc = tm_type_from_arrow_format(c->format, &t, err);
-    if (rc == TM_OK && t.id == TM_TYPE_FIXED_BINARY && t.width == 16 &&
-        has_uuid_extension(c->metadata))
-      t.uuid = true;
+    int rc = import_type(c, 0, &t, err);
     if (rc == TM_OK)
       rc = tm_schema_add(out, c->name ? c->name : "", t, (c->flags & ARROW_FLAG_NULLABLE) != 0,
                          -1, err);
@@ -399,4 +638,103 @@ int tm_schema_from_arrow(tm_schema *out, const struct ArrowSchema *in, tm_error 
     }
   }
   return TM_OK;
+}
+
+/* ---- nested types as text ------------------------------------------------------ */
+
+/* One node: <nullable 0|1><uuid 0|1><name length>:<name><format length>:<format>,
+ * then for a nested format <children>: and each child as a node. */
+static int enc_node(tm_buf *b, const char *name, const tm_type *t, bool nullable,
+                    tm_error *err) {
+  char fmt[48];
+  if (tm_type_to_arrow_format(t, fmt, sizeof fmt) != TM_OK)
+    return tm_error_set(err, TM_EINVALID, "field '%s' has no Arrow type", name);
+  TM_TRY(tm_buf_printf(b, err, "%d%d%zu:%s%zu:%s", nullable ? 1 : 0, t->uuid ? 1 : 0,
+                       strlen(name), name, strlen(fmt), fmt));
+  if (!tm_type_is_nested(t)) return TM_OK;
+  if (!t->nested) return tm_error_set(err, TM_EINVALID, "field '%s' has no children", name);
+  TM_TRY(tm_buf_printf(b, err, "%zu:", t->nested->n));
+  for (size_t i = 0; i < t->nested->n; i++)
+    TM_TRY(enc_node(b, t->nested->name[i], &t->nested->child[i], t->nested->nullable[i], err));
+  return TM_OK;
+}
+
+int tm_type_encode(const tm_type *t, tm_buf *out, tm_error *err) {
+  return enc_node(out, "", t, true, err);
+}
+
+typedef struct dec {
+  const char *s;
+  size_t len, pos;
+} dec;
+
+static bool dec_num(dec *d, size_t *out) {
+  size_t v = 0, start = d->pos;
+  while (d->pos < d->len && d->s[d->pos] >= '0' && d->s[d->pos] <= '9' && d->pos - start < 9)
+    v = v * 10 + (size_t)(d->s[d->pos++] - '0');
+  if (d->pos == start || d->pos >= d->len || d->s[d->pos] != ':') return false;
+  d->pos++;
+  *out = v;
+  return true;
+}
+
+static int dec_node(dec *d, int depth, char **name, tm_type *t, bool *nullable, tm_error *err) {
+  *name = NULL;
+  if (depth > TM_NTYPE_MAX_DEPTH || d->len - d->pos < 2)
+    return tm_error_set(err, TM_ECORRUPT, "a stored nested type is malformed");
+  *nullable = d->s[d->pos] == '1';
+  bool uuid = d->s[d->pos + 1] == '1';
+  d->pos += 2;
+  size_t nl, fl;
+  if (!dec_num(d, &nl) || nl > d->len - d->pos)
+    return tm_error_set(err, TM_ECORRUPT, "a stored nested type is malformed");
+  *name = tm_strndup(d->s + d->pos, nl);
+  if (!*name) return tm_error_nomem(err);
+  d->pos += nl;
+  char fmt[48];
+  if (!dec_num(d, &fl) || fl >= sizeof fmt || fl > d->len - d->pos)
+    return tm_error_set(err, TM_ECORRUPT, "a stored nested type is malformed");
+  memcpy(fmt, d->s + d->pos, fl);
+  fmt[fl] = '\0';
+  d->pos += fl;
+  bool l = strcmp(fmt, "+l") == 0, m = strcmp(fmt, "+m") == 0, st = strcmp(fmt, "+s") == 0;
+  if (!l && !m && !st) {
+    TM_TRY(tm_type_from_arrow_format(fmt, t, err));
+    t->uuid = uuid;
+    return TM_OK;
+  }
+  size_t n;
+  if (!dec_num(d, &n) || n == 0 || n > TM_NTYPE_MAX_FIELDS || ((l || m) && n != 1))
+    return tm_error_set(err, TM_ECORRUPT, "a stored nested type is malformed");
+  tm_type *types = tm_calloc(n, sizeof *types);
+  char **names = tm_calloc(n, sizeof *names);
+  bool *nls = tm_calloc(n, sizeof *nls);
+  int rc = types && names && nls ? TM_OK : tm_error_nomem(err);
+  for (size_t i = 0; i < n && rc == TM_OK; i++)
+    rc = dec_node(d, depth + 1, &names[i], &types[i], &nls[i], err);
+  if (rc == TM_OK) {
+    if (l) rc = tm_type_list(&types[0], nls[0], t, err);
+    else if (st) rc = tm_type_struct(n, (const char *const *)names, types, nls, t, err);
+    else if (types[0].id != TM_TYPE_STRUCT || types[0].nested->n != 2)
+      rc = tm_error_set(err, TM_ECORRUPT, "a stored map type is malformed");
+    else
+      rc = tm_type_map(&types[0].nested->child[0], &types[0].nested->child[1],
+                       types[0].nested->nullable[1], t, err);
+  }
+  for (size_t i = 0; names && i < n; i++) tm_free(names[i]);
+  tm_free(types);
+  tm_free(names);
+  tm_free(nls);
+  return rc;
+}
+
+int tm_type_decode(const char *s, size_t len, tm_type *out, tm_error *err) {
+  dec d = {s, len, 0};
+  char *name = NULL;
+  bool nullable;
+  int rc = dec_node(&d, 0, &name, out, &nullable, err);
+  tm_free(name);
+  if (rc == TM_OK && d.pos != len)
+    rc = tm_error_set(err, TM_ECORRUPT, "a stored nested type is malformed");
+  return rc;
 }

@@ -37,6 +37,9 @@ typedef enum tm_type_id {
   TM_TYPE_DATE32,     /* int32 days since the epoch */
   TM_TYPE_TIME64,     /* int64 since midnight in `unit` (micro or nano) */
   TM_TYPE_TIMESTAMP,  /* int64 since the epoch in `unit`; `utc`: has a zone */
+  TM_TYPE_LIST,       /* "+l": int32 offsets (length + 1) + one child, the elements */
+  TM_TYPE_STRUCT,     /* "+s": one child per field, each as long as the struct */
+  TM_TYPE_MAP,        /* "+m": int32 offsets + one child, struct<key not null, value> */
   TM_TYPE__COUNT
 } tm_type_id;
 
@@ -47,8 +50,13 @@ typedef enum tm_time_unit {
   TM_UNIT_NANO = 3
 } tm_time_unit;
 
+struct tm_ntype;
+
 typedef struct tm_type {
   tm_type_id id;
+  /* LIST, STRUCT, MAP: the children, interned (tm_type_nested): immutable and
+   * alive for the whole process, so a tm_type stays a plain value to copy. */
+  const struct tm_ntype *nested;
   tm_time_unit unit; /* TIMESTAMP, TIME64 */
   bool utc;          /* TIMESTAMP: adjusted to UTC (a zone was given) */
   bool uuid;         /* FIXED_BINARY(16) holding a UUID */
@@ -64,6 +72,54 @@ static inline tm_type tm_type_of(tm_type_id id) {
   return t;
 }
 tm_type tm_type_timestamp(tm_time_unit unit, bool utc);
+
+/*
+ * Nested types (issue 16). A LIST has one child (the element, named
+ * "element"), a MAP one child (the entries: a STRUCT of "key", not null, and
+ * "value"), a STRUCT one child per field. Descriptors are interned: equal
+ * types share one descriptor, so tm_type_equal compares pointers. The table
+ * is capped (TM_NTYPE_MAX distinct types, TM_NTYPE_MAX_BYTES of descriptors)
+ * because a hostile file can name many types.
+ */
+typedef struct tm_ntype {
+  tm_type_id id;              /* LIST, STRUCT, MAP */
+  size_t n;                   /* children */
+  const struct tm_type *child; /* n types */
+  const char *const *name;    /* n names */
+  const bool *nullable;       /* n flags */
+  const char *sig;            /* canonical text, e.g. list<int32>, struct<"a":int64!> */
+  int depth;                  /* 1 + the deepest child's depth */
+} tm_ntype;
+
+#define TM_NTYPE_MAX 65536
+#define TM_NTYPE_MAX_BYTES ((size_t)64 << 20)
+#define TM_NTYPE_MAX_DEPTH 64
+#define TM_NTYPE_MAX_FIELDS 4096
+
+/** A LIST of elem (elements nullable or not). */
+int tm_type_list(const tm_type *elem, bool elem_nullable, tm_type *out, tm_error *err)
+    TM_WARN_UNUSED;
+/** A MAP of key (never null) to value. */
+int tm_type_map(const tm_type *key, const tm_type *value, bool value_nullable, tm_type *out,
+                tm_error *err) TM_WARN_UNUSED;
+/** A STRUCT of n fields (names copied; n >= 1). */
+int tm_type_struct(size_t n, const char *const *names, const tm_type *types,
+                   const bool *nullable, tm_type *out, tm_error *err) TM_WARN_UNUSED;
+static inline bool tm_type_is_nested(const tm_type *t) {
+  return t->id == TM_TYPE_LIST || t->id == TM_TYPE_STRUCT || t->id == TM_TYPE_MAP;
+}
+/**
+ * Any type as text (names, nullability and formats of every node, length
+ * prefixed), for stores that keep a schema; tm_type_decode reads it back
+ * (TM_ECORRUPT for text it did not write).
+ */
+int tm_type_encode(const tm_type *t, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
+int tm_type_decode(const char *s, size_t len, tm_type *out, tm_error *err) TM_WARN_UNUSED;
+/** Same physical layout: equal flat types, nested ones of the same kinds and
+ * child counts all the way down (names and nullability may differ). */
+bool tm_type_same_layout(const tm_type *a, const tm_type *b);
+/** The type's nested depth: 0 for flat types. */
+int tm_type_depth(const tm_type *t);
 tm_type tm_type_decimal(int32_t precision, int32_t scale);
 tm_type tm_type_fixed(int32_t width);
 
@@ -78,7 +134,8 @@ bool tm_type_is_temporal(const tm_type *t); /* DATE32, TIME64, TIMESTAMP */
 int64_t tm_unit_per_second(tm_time_unit unit);
 const char *tm_unit_name(tm_time_unit unit); /* "s", "ms", "us", "ns" */
 
-/** Human-readable name, e.g. "int64", "timestamp(us, UTC)", "decimal(10,2)". */
+/** Human-readable name, e.g. "int64", "timestamp(us, UTC)", "decimal(10,2)",
+ * "list<int32>" (nested types: their full signature, cut at cap). */
 size_t tm_type_name(const tm_type *t, char *buf, size_t cap);
 /**
  * The Arrow format string (e.g. "l", "tsu:UTC", "d:10,2", "w:16").

@@ -148,6 +148,10 @@ bool tm_iceberg_type_is_primitive(const tm_iceberg_type *t);
  */
 int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err)
     TM_WARN_UNUSED;
+/** The same, nested types (struct, list, map) as native STRUCT / LIST / MAP
+ * (issue 16) rather than JSON text. */
+int tm_iceberg_type_to_tm_native(const tm_iceberg_type *t, tm_type *out, tm_error *err)
+    TM_WARN_UNUSED;
 /** Finds a field anywhere in the schema (nested too) by id; NULL if absent. */
 const tm_iceberg_field *tm_iceberg_schema_find_id(const tm_iceberg_schema *s, int32_t id);
 /** Top-level field by name (exact, then ignoring ASCII case); NULL if absent. */

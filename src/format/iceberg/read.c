@@ -799,15 +799,8 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
       int fi = file_field(r->m, fs->pf, ids, fld->id, fld->name);
       const tm_parquet_field *pfld = fi >= 0 ? tm_parquet_field_at(fs->pf, (size_t)fi) : NULL;
       if (pfld && pfld->nested) {
-        if (!r->o.nested_as_json) {
-          rc = tm_error_set(err, TM_EUNSUPPORTED,
-                            "column '%s' is nested (%s), which tidemark reads only as JSON text "
-                            "(unsupported_type_action: string; warn or ignore leave it out)",
-                            fld->name, tm_iceberg_type_name(fld->type->id));
-          goto done;
-        }
         TM_CHECK(nested_readable(r->m, fld, err));
-        fs->out_src[j] = proj_index(fs, (size_t)fi); /* JSON text (types.c) */
+        fs->out_src[j] = proj_index(fs, (size_t)fi); /* native, or JSON text (types.c) */
         continue;
       }
     }
@@ -936,6 +929,7 @@ static int next_row_group(tm_iceberg_rows *r, file_state *fs, bool *more, tm_err
     so.n_row_groups = 1;
     so.batch_rows = r->o.batch_rows;
     so.nested_as_json = r->o.nested_as_json; /* nested columns as JSON text (types.c) */
+    so.nested_native = !r->o.nested_as_json;  /* else native arrays of the table's type */
     TM_TRY(tm_parquet_scan_new(&fs->scan, fs->pf, &so, err));
     r->stats.row_groups_read++;
     *more = true;
@@ -1021,7 +1015,21 @@ static int build_output(tm_iceberg_rows *r, file_state *fs, tm_batch *raw, int64
       rc = tm_array_make_constant(*type, &fs->out_const[j], n, &cols[j], err);
     } else {
       tm_colview c = tm_batch_col(raw, (size_t)src);
-      if (tm_type_equal(&c.type, type) && !taken[src]) {
+      /* A nested column: the file's arrays as the table's type when the
+       * shapes agree (names and nullability are the table's; a subtree that
+       * changed was refused when the file was opened). */
+      bool same = tm_type_equal(&c.type, type) ||
+                  (tm_type_is_nested(type) && tm_type_same_layout(&c.type, type));
+      if (!same && tm_type_is_nested(type)) {
+        char want[96], have[96];
+        tm_type_name(type, want, sizeof want);
+        tm_type_name(&c.type, have, sizeof have);
+        rc = tm_error_set(err, TM_EUNSUPPORTED,
+                          "column '%s': the data file holds %s where the table has %s",
+                          r->out_schema.cols[j].name, have, want);
+        break;
+      }
+      if (same && !taken[src]) {
         rc = tm_batch_take_column(raw, (size_t)src, &cols[j], err);
         taken[src] = true;
       } else {
@@ -1162,9 +1170,9 @@ static int setup(tm_iceberg_rows *r, const tm_iceberg_table *t, const tm_iceberg
         r->o.columns ? tm_iceberg_schema_find_name(r->schema, r->o.columns[j]) : &root->fields[j];
     if (!f) return tm_error_set(err, TM_EINVALID, "column %s is not in the table", r->o.columns[j]);
     tm_type ty;
-    if (tm_iceberg_type_to_tm(f->type, &ty, err) < 0) {
-      return tm_error_prefix(err, "column '%s'", f->name);
-    }
+    int trc = r->o.nested_as_json ? tm_iceberg_type_to_tm(f->type, &ty, err)
+                                  : tm_iceberg_type_to_tm_native(f->type, &ty, err);
+    if (trc < 0) return tm_error_prefix(err, "column '%s'", f->name);
     TM_TRY(tm_schema_add(&r->out_schema, f->name, ty,
                          !f->required || !tm_iceberg_type_is_primitive(f->type), f->id, err));
     r->out_fields[j] = f;

@@ -28,6 +28,48 @@ bool tm_iceberg_type_is_primitive(const tm_iceberg_type *t) {
   return t->id != TM_ICEBERG_STRUCT && t->id != TM_ICEBERG_LIST && t->id != TM_ICEBERG_MAP;
 }
 
+int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err);
+
+/* Nested types natively (issue 16): struct fields by name, list elements
+ * and map values nullable unless required; map keys are never null. */
+static int native_type(const tm_iceberg_type *t, int depth, tm_type *out, tm_error *err) {
+  if (depth > TM_NTYPE_MAX_DEPTH)
+    return tm_error_set(err, TM_EUNSUPPORTED, "Iceberg type nested deeper than %d levels",
+                        TM_NTYPE_MAX_DEPTH);
+  switch (t->id) {
+    case TM_ICEBERG_LIST: {
+      tm_type e;
+      TM_TRY(native_type(t->element->type, depth + 1, &e, err));
+      return tm_type_list(&e, !t->element->required, out, err);
+    }
+    case TM_ICEBERG_MAP: {
+      tm_type k, v;
+      TM_TRY(native_type(t->key->type, depth + 1, &k, err));
+      TM_TRY(native_type(t->value->type, depth + 1, &v, err));
+      return tm_type_map(&k, &v, !t->value->required, out, err);
+    }
+    case TM_ICEBERG_STRUCT: {
+      size_t n = t->n_fields;
+      if (n == 0) return tm_error_set(err, TM_EUNSUPPORTED, "an Iceberg struct without fields");
+      tm_type *types = tm_calloc(n, sizeof *types);
+      const char **names = tm_calloc(n, sizeof *names);
+      bool *nl = tm_calloc(n, sizeof *nl);
+      int rc = types && names && nl ? TM_OK : tm_error_nomem(err);
+      for (size_t i = 0; i < n && rc == TM_OK; i++) {
+        names[i] = t->fields[i].name;
+        nl[i] = !t->fields[i].required;
+        rc = native_type(t->fields[i].type, depth + 1, &types[i], err);
+      }
+      if (rc == TM_OK) rc = tm_type_struct(n, names, types, nl, out, err);
+      tm_free(types);
+      tm_free(names);
+      tm_free(nl);
+      return rc;
+    }
+    default: return tm_iceberg_type_to_tm(t, out, err);
+  }
+}
+
 int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err) {
   switch (t->id) {
     case TM_ICEBERG_BOOLEAN: *out = tm_type_of(TM_TYPE_BOOL); return TM_OK;
@@ -74,6 +116,10 @@ int tm_iceberg_type_to_tm(const tm_iceberg_type *t, tm_type *out, tm_error *err)
   }
   return tm_error_set(err, TM_EUNSUPPORTED, "Iceberg type \"%s\" has no columnar type",
                       tm_iceberg_type_name(t->id));
+}
+
+int tm_iceberg_type_to_tm_native(const tm_iceberg_type *t, tm_type *out, tm_error *err) {
+  return native_type(t, 0, out, err);
 }
 
 /* ---- parsing ----------------------------------------------------------- */

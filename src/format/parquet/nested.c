@@ -488,3 +488,243 @@ int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t
   tm_buf_dispose(&c.tmp);
   return rc;
 }
+
+/* ---- native assembly: Arrow LIST / STRUCT / MAP arrays ----------------------- */
+
+/* The type of node ni (body: the node's value without its own repetition). */
+static int ntype_of(const tm_pq_ntree *t, size_t ni, bool body, tm_type *out, tm_error *err) {
+  const nnode *n = &t->nodes[ni];
+  if (!body && n->repetition == TM_PQ_REPEATED) {
+    tm_type e;
+    TM_TRY(ntype_of(t, ni, true, &e, err));
+    return tm_type_list(&e, false, out, err); /* a bare repeated field: required elements */
+  }
+  switch (n->kind) {
+    case NK_LEAF: *out = n->type; return TM_OK;
+    case NK_LIST: {
+      const nnode *el = &t->nodes[n->elem];
+      bool two = n->elem == n->rep_child;
+      tm_type e;
+      TM_TRY(ntype_of(t, n->elem, two, &e, err));
+      return tm_type_list(&e, !two && el->repetition == TM_PQ_OPTIONAL, out, err);
+    }
+    case NK_MAP: {
+      if (n->value == SIZE_MAX)
+        return tm_error_set(err, TM_EUNSUPPORTED, "MAP '%.*s' has no value field",
+                            (int)n->name.len, n->name.ptr);
+      tm_type k, v;
+      TM_TRY(ntype_of(t, n->key, false, &k, err));
+      TM_TRY(ntype_of(t, n->value, false, &v, err));
+      return tm_type_map(&k, &v, t->nodes[n->value].repetition == TM_PQ_OPTIONAL, out, err);
+    }
+    case NK_STRUCT: break;
+  }
+  size_t nc = n->n_children;
+  tm_type *types = tm_calloc(nc ? nc : 1, sizeof *types);
+  char **names = tm_calloc(nc ? nc : 1, sizeof *names);
+  bool *nl = tm_calloc(nc ? nc : 1, sizeof *nl);
+  int rc = types && names && nl ? TM_OK : tm_error_nomem(err);
+  size_t k = first_child(t, ni);
+  for (size_t i = 0; i < nc && rc == TM_OK; i++, k = next_sibling(t, k)) {
+    const nnode *ch = &t->nodes[k];
+    names[i] = tm_strndup(ch->name.ptr, ch->name.len);
+    if (!names[i]) rc = tm_error_nomem(err);
+    nl[i] = ch->repetition == TM_PQ_OPTIONAL;
+    if (rc == TM_OK) rc = ntype_of(t, k, false, &types[i], err);
+  }
+  if (rc == TM_OK) rc = tm_type_struct(nc, (const char *const *)names, types, nl, out, err);
+  for (size_t i = 0; names && i < nc; i++) tm_free(names[i]);
+  tm_free(types);
+  tm_free(names);
+  tm_free(nl);
+  return rc;
+}
+
+int tm_parquet__ntree_type(const tm_pq_ntree *t, tm_type *out, bool *nullable, tm_error *err) {
+  *nullable = t->nodes[0].repetition == TM_PQ_OPTIONAL;
+  return ntype_of(t, 0, false, out, err);
+}
+
+static int build_value(rctx *c, size_t ni, tm_colbuilder *cb, size_t *lo, size_t *hi, bool body,
+                       int depth);
+
+static int build_leaf(rctx *c, const nnode *n, tm_colbuilder *cb, size_t *lo, size_t *hi) {
+  tm_pq_nleaf *lf = &c->leaves[n->leaf0];
+  if (hi[n->leaf0] - lo[n->leaf0] != 1 || lf->def[lo[n->leaf0]] != n->def)
+    return bad_levels(c, "a value's levels do not match its field");
+  if (lf->vcur >= lf->vals.length) return bad_levels(c, "more values announced than stored");
+  return tm_colbuilder_append_range(cb, &lf->vals, lf->vcur++, 1, c->err);
+}
+
+/* The elements of repeated node r inside [lo, hi) into list (or map) builder cb. */
+static int build_repeated(rctx *c, size_t ri, size_t elem, const nnode *map, tm_colbuilder *cb,
+                          size_t *lo, size_t *hi, int depth) {
+  const nnode *r = &c->t->nodes[ri];
+  size_t l0 = r->leaf0, l1 = r->leaf0 + r->n_leaves;
+  if (c->leaves[l0].def[lo[l0]] < r->def) {
+    TM_TRY(check_single(c, r, lo, hi, r->def));
+    return tm_colbuilder_append_nested(cb, c->err); /* empty */
+  }
+  size_t nl = c->t->n_leaves;
+  bool pooled = c->pool && (size_t)depth < c->t->n;
+  size_t *pos = pooled ? c->pool + (size_t)depth * 3 * nl : tm_calloc(3 * nl, sizeof *pos);
+  if (!pos) return tm_error_nomem(c->err);
+  size_t *lo2 = pos + nl, *hi2 = pos + 2 * nl;
+  tm_colbuilder *ch = tm_colbuilder_child(cb, 0);
+  int rc = TM_OK;
+  for (size_t l = l0; l < l1; l++) pos[l] = lo[l];
+  while (rc == TM_OK && pos[l0] < hi[l0]) {
+    for (size_t l = l0; l < l1 && rc == TM_OK; l++) {
+      tm_pq_nleaf *lf = &c->leaves[l];
+      if (pos[l] >= hi[l]) {
+        rc = bad_levels(c, "leaves disagree on the number of elements");
+        break;
+      }
+      if (lf->def[pos[l]] < r->def) {
+        rc = bad_levels(c, "an element is not defined inside a non-empty list");
+        break;
+      }
+      size_t e = pos[l] + 1;
+      while (e < hi[l] && lf->rep[e] > r->rep) e++;
+      lo2[l] = pos[l];
+      hi2[l] = e;
+      pos[l] = e;
+    }
+    if (rc < 0) break;
+    if (!map) {
+      rc = build_value(c, elem, ch, lo2, hi2, elem == ri, depth + 1);
+      continue;
+    }
+    rc = build_value(c, map->key, tm_colbuilder_child(ch, 0), lo2, hi2, false, depth + 1);
+    if (rc == TM_OK)
+      rc = build_value(c, map->value, tm_colbuilder_child(ch, 1), lo2, hi2, false, depth + 1);
+    if (rc == TM_OK) rc = tm_colbuilder_append_nested(ch, c->err);
+  }
+  for (size_t l = l0; l < l1 && rc == TM_OK; l++)
+    if (pos[l] != hi[l]) rc = bad_levels(c, "leaves disagree on the number of elements");
+  if (rc == TM_OK) rc = tm_colbuilder_append_nested(cb, c->err);
+  if (!pooled) tm_free(pos);
+  return rc;
+}
+
+static int build_value(rctx *c, size_t ni, tm_colbuilder *cb, size_t *lo, size_t *hi, bool body,
+                       int depth) {
+  const nnode *n = &c->t->nodes[ni];
+  if (depth > MAX_NEST * 2) return bad_levels(c, "nested too deep");
+  if (!body && n->repetition == TM_PQ_REPEATED)
+    return build_repeated(c, ni, ni, NULL, cb, lo, hi, depth);
+  if (!body && n->repetition == TM_PQ_OPTIONAL && c->leaves[n->leaf0].def[lo[n->leaf0]] < n->def) {
+    TM_TRY(check_single(c, n, lo, hi, n->def));
+    return tm_colbuilder_append_null(cb, c->err);
+  }
+  switch (n->kind) {
+    case NK_LEAF: return build_leaf(c, n, cb, lo, hi);
+    case NK_STRUCT: {
+      size_t k = first_child(c->t, ni);
+      for (size_t i = 0; i < n->n_children; i++, k = next_sibling(c->t, k))
+        TM_TRY(build_value(c, k, tm_colbuilder_child(cb, i), lo, hi, false, depth + 1));
+      return tm_colbuilder_append_nested(cb, c->err);
+    }
+    case NK_LIST: return build_repeated(c, n->rep_child, n->elem, NULL, cb, lo, hi, depth);
+    case NK_MAP: return build_repeated(c, n->rep_child, 0, n, cb, lo, hi, depth);
+  }
+  return bad_levels(c, "unknown node");
+}
+
+/*
+ * The common shape, a list of primitives (one leaf: LIST -> repeated ->
+ * element, or a two-level repeated primitive): one pass over the leaf's
+ * levels, the elements of a row copied as one range of the leaf's values.
+ * The same checks as the general walk. Returns 1 for another shape.
+ */
+static int build_flat_lists(rctx *c, tm_pq_nleaf *lf, int64_t rows, tm_colbuilder *out) {
+  const tm_pq_ntree *t = c->t;
+  const nnode *top = &t->nodes[0];
+  if (t->n_leaves != 1 || top->kind != NK_LIST || top->rep != 0) return 1;
+  const nnode *rn = &t->nodes[top->rep_child], *el = &t->nodes[top->elem];
+  if (el->kind != NK_LEAF || el->rep != 1 || (el != rn && el->repetition == TM_PQ_REPEATED))
+    return 1;
+  if (lf->vals.type.id != el->type.id || lf->vals.validity) return 1;
+  tm_error *err = c->err;
+  tm_colbuilder *ch = tm_colbuilder_child(out, 0);
+  TM_TRY(tm_colbuilder_reserve(out, rows, 0, err));
+  for (int64_t r = 0; r < rows; r++) {
+    size_t k = lf->pos;
+    if (k >= lf->n) return bad_levels(c, "a leaf has fewer rows than the row group");
+    if (lf->rep[k] != 0) return bad_levels(c, "a row starts with a repetition level above 0");
+    size_t e = k + 1;
+    while (e < lf->n && lf->rep[e] != 0) e++;
+    lf->pos = e;
+    int d = lf->def[k];
+    if (d < rn->def) { /* a NULL list or an empty one: one entry */
+      if (e - k != 1) return bad_levels(c, "leaves disagree on a NULL or empty value");
+      if (top->repetition == TM_PQ_OPTIONAL && d < top->def) TM_TRY(tm_colbuilder_append_null(out, err));
+      else TM_TRY(tm_colbuilder_append_nested(out, err));
+      continue;
+    }
+    int64_t run = lf->vcur; /* the first value of the current run of non-NULL elements */
+    for (size_t i = k; i < e; i++) {
+      if (i > k && lf->rep[i] != 1) return bad_levels(c, "a value's levels do not match its field");
+      d = lf->def[i];
+      if (d < rn->def) return bad_levels(c, "leaves disagree on a NULL or empty value");
+      if (d == el->def) {
+        if (lf->vcur >= lf->vals.length) return bad_levels(c, "more values announced than stored");
+        lf->vcur++;
+        continue;
+      }
+      if (d > el->def) return bad_levels(c, "a value's levels do not match its field");
+      TM_TRY(tm_colbuilder_append_range(ch, &lf->vals, run, lf->vcur - run, err));
+      TM_TRY(tm_colbuilder_append_null(ch, err)); /* a NULL element */
+      run = lf->vcur;
+    }
+    TM_TRY(tm_colbuilder_append_range(ch, &lf->vals, run, lf->vcur - run, err));
+    TM_TRY(tm_colbuilder_append_nested(out, err));
+  }
+  return TM_OK;
+}
+
+int tm_parquet__nested_build(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t rows,
+                             tm_colbuilder *out, const char *file, const char *column,
+                             tm_error *err) {
+  rctx c = {t, leaves, NULL, {0}, file, column, err, NULL};
+  if (!tm_type_is_nested(&out->type))
+    return tm_error_set(err, TM_EINVALID, "%s: column '%s': not a nested builder", file, column);
+  int rc = build_flat_lists(&c, leaves, rows, out);
+  if (rc != 1) return rc;
+  size_t slots;
+  if (!tm_mul_overflow(t->n, 3 * t->n_leaves, &slots) && slots <= ((size_t)1 << 20))
+    c.pool = tm_calloc(slots ? slots : 1, sizeof *c.pool);
+  size_t nl = t->n_leaves;
+  size_t *lo = tm_calloc(2 * (nl ? nl : 1), sizeof *lo);
+  rc = lo ? TM_OK : tm_error_nomem(err);
+  size_t *hi = lo ? lo + nl : NULL;
+  const nnode *top = &t->nodes[0];
+  for (int64_t r = 0; r < rows && rc == TM_OK; r++) {
+    for (size_t l = 0; l < nl && rc == TM_OK; l++) {
+      tm_pq_nleaf *lf = &leaves[l];
+      if (lf->pos >= lf->n) {
+        rc = bad_levels(&c, "a leaf has fewer rows than the row group");
+        break;
+      }
+      if (lf->rep[lf->pos] != 0) {
+        rc = bad_levels(&c, "a row starts with a repetition level above 0");
+        break;
+      }
+      size_t e = lf->pos + 1;
+      while (e < lf->n && lf->rep[e] != 0) e++;
+      lo[l] = lf->pos;
+      hi[l] = e;
+      lf->pos = e;
+    }
+    if (rc < 0) break;
+    if (top->repetition == TM_PQ_OPTIONAL && leaves[0].def[lo[0]] < top->def) {
+      rc = check_single(&c, top, lo, hi, top->def);
+      if (rc == TM_OK) rc = tm_colbuilder_append_null(out, err);
+      continue;
+    }
+    rc = build_value(&c, 0, out, lo, hi, false, 0);
+  }
+  tm_free(lo);
+  tm_free(c.pool);
+  return rc;
+}

@@ -25,9 +25,11 @@
  * Schema: the top-level fields of the file, in order (tm_parquet_field).
  * Flat fields (required or optional primitives) are read as their type;
  * nested fields (groups, lists, maps, repeated primitives, at any depth and in
- * the legacy list encodings) are read as JSON text when the scan asks for it
- * (nested_as_json, nested.c); otherwise projecting one fails with
- * "unsupported nested column NAME" (issue 16).
+ * the legacy list encodings) are read as Arrow LIST / STRUCT / MAP arrays
+ * (nested_native: a LIST group or a bare repeated field -> list, a MAP ->
+ * map<key, value>, another group -> struct; nested.c) or as JSON text
+ * (nested_as_json) when the scan asks for it; otherwise projecting one fails
+ * with "unsupported nested column NAME" (issue 16).
  * Field ids (Parquet SchemaElement.field_id, used by Iceberg) are kept.
  *
  * Types (Parquet physical/logical -> tm_type):
@@ -149,6 +151,15 @@ int tm_parquet_find_field_id(const tm_parquet_file *f, int32_t field_id);
  */
 int tm_parquet_schema(const tm_parquet_file *f, tm_schema *out, tm_error *err) TM_WARN_UNUSED;
 
+/**
+ * The native type of nested field i (a LIST, STRUCT or MAP with its children,
+ * as a scan with nested_native reads it) and its nullability. TM_EUNSUPPORTED
+ * naming the column when a part has no type (an unsupported leaf, a MAP
+ * without values), TM_ECORRUPT for a malformed subtree.
+ */
+int tm_parquet_nested_type(const tm_parquet_file *f, size_t i, tm_type *out, bool *nullable,
+                           tm_error *err) TM_WARN_UNUSED;
+
 /* ---- statistics ------------------------------------------------------------- */
 
 /**
@@ -212,9 +223,12 @@ typedef struct tm_parquet_scan_options {
   size_t n_row_groups;
   int64_t batch_rows;          /* rows per batch; 0: TM_BATCH_DEFAULT_ROWS */
   bool nested_as_json;         /* nested fields read as utf8 JSON text (nested.c), else refused */
+  bool nested_native;          /* nested fields read as Arrow LIST/STRUCT/MAP arrays (nested.c);
+                                * nested_as_json wins when both are set */
 } tm_parquet_scan_options;
 
-#define TM_PARQUET_SCAN_OPTIONS_INIT {TM_PARQUET_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, false}
+#define TM_PARQUET_SCAN_OPTIONS_INIT \
+  {TM_PARQUET_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, false, false}
 
 /**
  * Plans a scan of f (which must outlive the scan): checks the projection,

@@ -475,4 +475,16 @@ int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t
                               tm_colbuilder *out, const char *file, const char *column,
                               tm_error *err) TM_WARN_UNUSED;
 
+/** The Arrow type of the whole field (LIST, STRUCT or MAP) and whether it is nullable. */
+int tm_parquet__ntree_type(const tm_pq_ntree *t, tm_type *out, bool *nullable, tm_error *err)
+    TM_WARN_UNUSED;
+/**
+ * Appends the next `rows` rows of the field as native nested values to out
+ * (a builder of tm_parquet__ntree_type's type), with the checks of
+ * tm_parquet__nested_render.
+ */
+int tm_parquet__nested_build(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t rows,
+                             tm_colbuilder *out, const char *file, const char *column,
+                             tm_error *err) TM_WARN_UNUSED;
+
 #endif

@@ -25,6 +25,7 @@
  * group, decoded whole at open (levels and values), rendered row by row. */
 typedef struct nested_col {
   tm_pq_ntree *tree;
+  bool native;            /* Arrow nested arrays (else JSON text) */
   size_t n;              /* leaves */
   tm_pq_column **cols;   /* n */
   tm_buf *chunks;        /* n */
@@ -188,10 +189,19 @@ int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
     const tm_parquet_field *fd = &f->fields[fi];
     s->cols[i] = fi;
     tm_buf_init(&s->chunks[i], MAX_CHUNK + 1);
-    if (fd->nested && opts->nested_as_json) {
+    if (fd->nested && (opts->nested_as_json || opts->nested_native)) {
       TM_CHECK(nested_new(&s->nested[i], f, fd, err));
-      TM_CHECK(tm_schema_add(&s->schema, fd->name, tm_type_of(TM_TYPE_UTF8), true, fd->field_id,
-                             err));
+      tm_type t = tm_type_of(TM_TYPE_UTF8);
+      bool nullable = true;
+      s->nested[i]->native = !opts->nested_as_json;
+      if (s->nested[i]->native) {
+        rc = tm_parquet__ntree_type(s->nested[i]->tree, &t, &nullable, err);
+        if (rc < 0) {
+          tm_error_prefix(err, "%s: column '%s'", f->name, fd->name);
+          goto fail;
+        }
+      }
+      TM_CHECK(tm_schema_add(&s->schema, fd->name, t, nullable, fd->field_id, err));
       continue;
     }
     if (fd->unsupported) {
@@ -426,8 +436,11 @@ int tm_parquet_scan_next(tm_parquet_scan *s, tm_batch *out, tm_error *err) {
   for (size_t k = 0; k < nc; k++) {
     if (s->nested[k]) {
       const tm_parquet_field *fd = &s->f->fields[s->cols[k]];
-      rc = tm_parquet__nested_render(s->nested[k]->tree, s->nested[k]->nl, n, &cbs[k], s->f->name,
-                                     fd->name, err);
+      rc = s->nested[k]->native
+               ? tm_parquet__nested_build(s->nested[k]->tree, s->nested[k]->nl, n, &cbs[k],
+                                          s->f->name, fd->name, err)
+               : tm_parquet__nested_render(s->nested[k]->tree, s->nested[k]->nl, n, &cbs[k],
+                                           s->f->name, fd->name, err);
     } else {
       rc = tm_parquet__column_read(s->readers[k], &cbs[k], n, err);
     }
@@ -464,3 +477,17 @@ void tm_parquet_scan_get_stats(const tm_parquet_scan *s, tm_parquet_scan_stats *
 }
 
 const tm_schema *tm_parquet_scan_schema(const tm_parquet_scan *s) { return &s->schema; }
+
+int tm_parquet_nested_type(const tm_parquet_file *f, size_t i, tm_type *out, bool *nullable,
+                           tm_error *err) {
+  if (i >= f->n_fields || !f->fields[i].nested)
+    return tm_error_set(err, TM_EINVALID, "%s: field %zu is not nested", f->name, i);
+  const tm_parquet_field *fd = &f->fields[i];
+  tm_pq_ntree *t = NULL;
+  int rc = tm_parquet__ntree_new(&t, &f->meta.schema[fd->elem], f->meta.n_schema - fd->elem,
+                                 f->int96_unit, err);
+  if (rc == TM_OK) rc = tm_parquet__ntree_type(t, out, nullable, err);
+  if (rc < 0) tm_error_prefix(err, "%s: column '%s'", f->name, fd->name);
+  tm_parquet__ntree_free(t);
+  return rc;
+}

@@ -429,6 +429,18 @@ static int parquet_schema(fileset *fs, const tm_parquet_file *pf, const char *ke
       rc = tm_schema_add(out, fd->name, fd->type, fd->nullable, fd->field_id, err);
       continue;
     }
+    if (fd->nested && fs->unsupported_action != TM_UNSUPPORTED_STRING) {
+      /* Nested columns are native (issue 16); one whose parts have no type
+       * (an unsupported leaf) is unsupported as before. */
+      tm_type t;
+      bool nullable;
+      tm_error terr;
+      tm_error_init(&terr);
+      if (tm_parquet_nested_type(pf, i, &t, &nullable, &terr) == TM_OK) {
+        rc = tm_schema_add(out, fd->name, t, nullable, fd->field_id, err);
+        continue;
+      }
+    }
     if (fs->unsupported_action == TM_UNSUPPORTED_ERROR ||
         fs->unsupported_action == TM_UNSUPPORTED_STRING) {
       /* string: a nested column reads as JSON text; other types fail when read. */
@@ -663,6 +675,7 @@ static int open_file(fs_scan *s, file_entry *f, tm_error *err) {
     o.predicate = &s->data_pred;
     o.batch_rows = s->req.batch_rows;
     o.nested_as_json = fs->unsupported_action == TM_UNSUPPORTED_STRING;
+    o.nested_native = !o.nested_as_json;
     int rc = tm_parquet_scan_new(&s->pqs, s->pq, &o, err);
     tm_free(idx);
     if (rc == TM_EUNSUPPORTED) {

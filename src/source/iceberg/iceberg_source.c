@@ -444,27 +444,40 @@ static int load_table(ice_source *s, tm_iceberg_table **out, tm_error *err) {
 
 /*
  * The current schema's top-level fields as columns (with field ids). Nested
- * fields (struct, list, map) follow unsupported_type_action (source.h):
- * error and string keep them as text columns (string reads them as JSON
- * text; error fails a read that selects one), warn leaves them out with a
- * warning (once per dataset), ignore leaves them out silently.
+ * fields (struct, list, map) are native STRUCT / LIST / MAP columns, or JSON
+ * text under unsupported_type_action: string (issue 16); one with a part
+ * tidemark cannot hold follows the action (warn: left out with a warning
+ * once per dataset; ignore: left out silently; error: an error).
  */
 static int schema_of(ice_source *s, const tm_iceberg_schema *is, tm_schema *out, tm_error *err) {
   const tm_iceberg_type *root = is->root;
   tm_unsupported_action action = s->unsupported_action;
   for (size_t i = 0; i < root->n_fields; i++) {
     const tm_iceberg_field *f = &root->fields[i];
-    if (!tm_iceberg_type_is_primitive(f->type) &&
-        (action == TM_UNSUPPORTED_WARN || action == TM_UNSUPPORTED_IGNORE)) {
-      if (action == TM_UNSUPPORTED_WARN && !atomic_exchange(s->warned, true)) {
-        tm_log(TM_LOG_WARN, s->base.name,
-               "column '%s' (%s) is nested; it is left out (unsupported_type_action: warn)",
-               f->name, tm_iceberg_type_name(f->type->id));
-      }
-      continue;
-    }
     tm_type t;
-    int rc = tm_iceberg_type_to_tm(f->type, &t, err); /* nested: utf8 */
+    int rc;
+    if (!tm_iceberg_type_is_primitive(f->type) && action != TM_UNSUPPORTED_STRING) {
+      /* Native STRUCT / LIST / MAP (issue 16); a nested type with a part
+       * tidemark cannot hold follows the action like any unsupported type. */
+      tm_error terr;
+      tm_error_init(&terr);
+      rc = tm_iceberg_type_to_tm_native(f->type, &t, &terr);
+      if (rc == TM_OK) {
+        TM_TRY(tm_schema_add(out, f->name, t, !f->required, f->id, err));
+        continue;
+      }
+      if (action == TM_UNSUPPORTED_WARN || action == TM_UNSUPPORTED_IGNORE) {
+        if (action == TM_UNSUPPORTED_WARN && !atomic_exchange(s->warned, true)) {
+          tm_log(TM_LOG_WARN, s->base.name,
+                 "column '%s' (%s) cannot be read (%s); it is left out "
+                 "(unsupported_type_action: warn)",
+                 f->name, tm_iceberg_type_name(f->type->id), terr.message);
+        }
+        continue;
+      }
+      return tm_error_set(err, terr.code, "column '%s': %s", f->name, terr.message);
+    }
+    rc = tm_iceberg_type_to_tm(f->type, &t, err); /* nested: utf8 (string) */
     if (rc < 0) return tm_error_prefix(err, "column '%s'", f->name);
     TM_TRY(tm_schema_add(out, f->name, t, !f->required || !tm_iceberg_type_is_primitive(f->type),
                          f->id, err));

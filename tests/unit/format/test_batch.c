@@ -347,3 +347,220 @@ TM_TEST(A4_value_instant_of_every_time_type) {
   v = (tm_value){.type = TM_TYPE_FLOAT64, .v.f = 1.0};
   TM_ASSERT(!tm_value_instant(&(tm_type){.id = TM_TYPE_FLOAT64}, TM_TIME_FORMAT_UNSET, &v, &t));
 }
+
+/* ---- nested types and arrays (issue 16) --------------------------------------- */
+
+/* list<int32>, struct<"a": int64, "b": utf8>, map<utf8, list<int32>> */
+static void nested_types(tm_type *list, tm_type *st, tm_type *map) {
+  tm_error err;
+  tm_type i32 = tm_type_of(TM_TYPE_INT32);
+  TM_ASSERT_OK(tm_type_list(&i32, true, list, &err), &err);
+  const char *names[2] = {"a", "b"};
+  tm_type types[2] = {tm_type_of(TM_TYPE_INT64), tm_type_of(TM_TYPE_UTF8)};
+  bool nl[2] = {false, true};
+  TM_ASSERT_OK(tm_type_struct(2, names, types, nl, st, &err), &err);
+  tm_type key = tm_type_of(TM_TYPE_UTF8);
+  TM_ASSERT_OK(tm_type_map(&key, list, true, map, &err), &err);
+}
+
+TM_TEST(nested_types_are_interned_named_and_encoded) {
+  tm_error err;
+  tm_type l, s, m, l2, s2;
+  nested_types(&l, &s, &m);
+  nested_types(&l2, &s2, &m);
+  TM_ASSERT(l.nested == l2.nested && tm_type_equal(&l, &l2) && tm_type_equal(&s, &s2));
+  TM_ASSERT(!tm_type_equal(&l, &s));
+  tm_type i32 = tm_type_of(TM_TYPE_INT32), lnn;
+  TM_ASSERT_OK(tm_type_list(&i32, false, &lnn, &err), &err);
+  TM_ASSERT(!tm_type_equal(&l, &lnn)); /* element nullability is part of the type */
+  char name[128];
+  tm_type_name(&s, name, sizeof name);
+  TM_ASSERT_STR_EQ(name, "struct<\"a\":int64!,\"b\":utf8>");
+  tm_type_name(&m, name, sizeof name);
+  TM_ASSERT_STR_EQ(name, "map<utf8,list<int32>>");
+  TM_ASSERT_INT_EQ(tm_type_depth(&m), 3);
+  /* Text round trip, and hostile text refused. */
+  tm_type all[3] = {l, s, m};
+  for (int i = 0; i < 3; i++) {
+    tm_buf b = TM_BUF_INIT(1 << 16);
+    TM_ASSERT_OK(tm_type_encode(&all[i], &b, &err), &err);
+    tm_type back;
+    TM_ASSERT_OK(tm_type_decode(b.ptr, b.len, &back, &err), &err);
+    TM_ASSERT(tm_type_equal(&back, &all[i]));
+    for (size_t cut = 0; cut < b.len; cut++) TM_ASSERT(tm_type_decode(b.ptr, cut, &back, &err) < 0);
+    tm_buf_dispose(&b);
+  }
+  tm_type back;
+  TM_ASSERT(tm_type_decode("109:", 4, &back, &err) < 0);
+  TM_ASSERT(tm_type_decode("100:2:+l0:", 10, &back, &err) < 0);
+  TM_ASSERT(tm_type_decode("100:2:+l999999999:", 18, &back, &err) < 0);
+  /* Too deep: a list of lists past the cap. */
+  tm_type t = i32;
+  int rc = TM_OK;
+  for (int d = 0; d < TM_NTYPE_MAX_DEPTH + 2 && rc == TM_OK; d++) rc = tm_type_list(&t, true, &t, &err);
+  TM_ASSERT_INT_EQ(rc, TM_EUNSUPPORTED);
+  /* The Arrow schema of nested columns and back. */
+  tm_schema sc, sb;
+  tm_schema_init(&sc);
+  tm_schema_init(&sb);
+  TM_ASSERT_OK(tm_schema_add(&sc, "l", l, true, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&sc, "s", s, false, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&sc, "m", m, true, -1, &err), &err);
+  struct ArrowSchema as;
+  TM_ASSERT_OK(tm_schema_to_arrow(&sc, &as, &err), &err);
+  TM_ASSERT_STR_EQ(as.children[0]->format, "+l");
+  TM_ASSERT_STR_EQ(as.children[0]->children[0]->format, "i");
+  TM_ASSERT_STR_EQ(as.children[1]->children[1]->name, "b");
+  TM_ASSERT_STR_EQ(as.children[2]->format, "+m");
+  TM_ASSERT_STR_EQ(as.children[2]->children[0]->format, "+s");
+  TM_ASSERT_STR_EQ(as.children[2]->children[0]->children[1]->format, "+l");
+  TM_ASSERT_OK(tm_schema_from_arrow(&sb, &as, &err), &err);
+  TM_ASSERT(tm_schema_equal(&sc, &sb));
+  as.release(&as);
+  tm_schema_dispose(&sc);
+  tm_schema_dispose(&sb);
+}
+
+/* Rows: [1, NULL, 3] | NULL | [] ; {a 7, b "x"} | NULL | {a 9, b NULL} ;
+ * {"k": [5]} | {} | NULL */
+static void build_nested_batch(tm_batch *out) {
+  tm_error err;
+  tm_type l, s, m;
+  nested_types(&l, &s, &m);
+  tm_schema sc;
+  tm_schema_init(&sc);
+  TM_ASSERT_OK(tm_schema_add(&sc, "l", l, true, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&sc, "s", s, true, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&sc, "m", m, true, -1, &err), &err);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &sc, &err), &err);
+  tm_colbuilder *cl = tm_batch_builder_col(&bb, 0), *cs = tm_batch_builder_col(&bb, 1),
+                *cm = tm_batch_builder_col(&bb, 2);
+  tm_colbuilder *el = tm_colbuilder_child(cl, 0);
+  TM_ASSERT_OK(tm_colbuilder_append_int(el, 1, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(el, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_int(el, 3, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(cl, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(cl, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(cl, &err), &err);
+  /* A struct slot whose fields were not all appended is refused. */
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(cs, 0), 7, &err), &err);
+  TM_ASSERT_RC(tm_colbuilder_append_nested(cs, &err), TM_EINVALID);
+  TM_ASSERT_OK(tm_colbuilder_append_bytes(tm_colbuilder_child(cs, 1), "x", 1, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(cs, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(cs, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(cs, 0), 9, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(tm_colbuilder_child(cs, 1), &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(cs, &err), &err);
+  tm_colbuilder *ent = tm_colbuilder_child(cm, 0);
+  TM_ASSERT_OK(tm_colbuilder_append_bytes(tm_colbuilder_child(ent, 0), "k", 1, &err), &err);
+  tm_colbuilder *vl = tm_colbuilder_child(ent, 1);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(vl, 0), 5, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(vl, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(ent, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(cm, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_nested(cm, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(cm, &err), &err);
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, out, &err), &err);
+  tm_batch_builder_dispose(&bb);
+  tm_schema_dispose(&sc);
+}
+
+static void assert_json_rows(const tm_batch *b, const char *const *want) {
+  tm_error err;
+  for (size_t c = 0; c < b->schema.n_cols; c++) {
+    tm_colview v = tm_batch_col(b, c);
+    for (int64_t r = 0; r < b->n_rows; r++) {
+      tm_buf j = TM_BUF_INIT(1 << 16);
+      TM_ASSERT_OK(tm_colview_json(&j, &v, r, &err), &err);
+      TM_ASSERT_STR_EQ(tm_buf_cstr(&j), want[c * (size_t)b->n_rows + (size_t)r]);
+      tm_buf_dispose(&j);
+    }
+  }
+}
+
+TM_TEST(nested_arrays_build_filter_and_render) {
+  tm_error err;
+  tm_batch b, f, j;
+  build_nested_batch(&b);
+  TM_ASSERT_INT_EQ(b.n_rows, 3);
+  tm_colview l = tm_batch_col(&b, 0);
+  TM_ASSERT_INT_EQ(l.null_count, 1);
+  const int32_t *off = l.values;
+  TM_ASSERT(off[0] == 0 && off[1] == 3 && off[2] == 3 && off[3] == 3);
+  TM_ASSERT_INT_EQ(tm_colview_child(&l, 0).length, 3);
+  TM_ASSERT_INT_EQ(tm_colview_child(&l, 0).null_count, 1);
+  tm_colview s = tm_batch_col(&b, 1);
+  TM_ASSERT_INT_EQ(tm_colview_child(&s, 0).length, 3); /* a NULL struct still has fields */
+  for (size_t c = 0; c < 3; c++) {
+    tm_colview v = tm_batch_col(&b, c);
+    TM_ASSERT_OK(tm_colview_check(&v, &err), &err);
+  }
+  const char *want[] = {"[1,null,3]", "null", "[]",
+                        "{\"a\":7,\"b\":\"x\"}", "null", "{\"a\":9,\"b\":null}",
+                        "{\"k\":[5]}", "{}", "null"};
+  assert_json_rows(&b, want);
+  TM_ASSERT(tm_batch_byte_size(&b) > 0);
+  /* Filter rows 0 and 2: offsets rebased, children copied. */
+  uint8_t keep = 0x5;
+  TM_ASSERT_OK(tm_batch_filter(&b, &keep, &f, &err), &err);
+  const char *want_f[] = {"[1,null,3]", "[]", "{\"a\":7,\"b\":\"x\"}", "{\"a\":9,\"b\":null}",
+                          "{\"k\":[5]}", "null"};
+  assert_json_rows(&f, want_f);
+  /* As JSON text (the sqlite engine's form). */
+  TM_ASSERT_OK(tm_batch_nested_as_json(&b, &j, &err), &err);
+  TM_ASSERT_INT_EQ(j.schema.cols[2].type.id, TM_TYPE_UTF8);
+  tm_colview jm = tm_batch_col(&j, 2);
+  tm_value v;
+  tm_colview_get(&jm, 0, &v);
+  TM_ASSERT(!v.is_null && v.v.s.len == 9 && memcmp(v.v.s.ptr, "{\"k\":[5]}", 9) == 0);
+  tm_colview_get(&jm, 2, &v);
+  TM_ASSERT(v.is_null);
+  /* Export for DuckDB: the Arrow children are there. */
+  struct ArrowSchema as;
+  struct ArrowArray aa;
+  TM_ASSERT_OK(tm_batch_export(&f, &as, &aa, &err), &err);
+  TM_ASSERT_INT_EQ(aa.children[0]->n_children, 1);
+  TM_ASSERT_INT_EQ(aa.children[2]->children[0]->n_children, 2);
+  aa.release(&aa);
+  as.release(&as);
+  tm_batch_release(&j);
+  tm_batch_release(&b);
+}
+
+/* Offsets from outside are hostile: every bad shape is refused, never read. */
+TM_TEST(nested_offsets_from_outside_are_checked) {
+  tm_error err;
+  tm_batch b;
+  build_nested_batch(&b);
+  tm_colview l = tm_batch_col(&b, 0);
+  int32_t *off = (int32_t *)l.values; /* our own buffer: corrupted on purpose */
+  int32_t saved[4];
+  memcpy(saved, off, sizeof saved);
+  tm_buf j = TM_BUF_INIT(1 << 16);
+  off[1] = 99; /* past the 3 elements */
+  TM_ASSERT_RC(tm_colview_check(&l, &err), TM_ECORRUPT);
+  TM_ASSERT_RC(tm_colview_json(&j, &l, 0, &err), TM_ECORRUPT);
+  tm_colbuilder cb;
+  tm_colbuilder_init(&cb, l.type, 0);
+  TM_ASSERT_RC(tm_colbuilder_append_range(&cb, &l, 0, 1, &err), TM_ECORRUPT);
+  tm_colbuilder_dispose(&cb);
+  memcpy(off, saved, sizeof saved);
+  off[0] = -1;
+  TM_ASSERT_RC(tm_colview_check(&l, &err), TM_ECORRUPT);
+  TM_ASSERT_RC(tm_colview_json(&j, &l, 0, &err), TM_ECORRUPT);
+  memcpy(off, saved, sizeof saved);
+  off[3] = 2; /* decreasing (row 2 is a valid empty list) */
+  TM_ASSERT_RC(tm_colview_check(&l, &err), TM_ECORRUPT);
+  TM_ASSERT_RC(tm_colview_json(&j, &l, 2, &err), TM_ECORRUPT);
+  memcpy(off, saved, sizeof saved);
+  TM_ASSERT_OK(tm_colview_check(&l, &err), &err);
+  /* A struct whose field is shorter than the struct. */
+  tm_colview s = tm_batch_col(&b, 1);
+  struct ArrowArray *field = s.array->children[0];
+  field->length = 2;
+  TM_ASSERT_RC(tm_colview_check(&s, &err), TM_ECORRUPT);
+  field->length = 3;
+  tm_buf_dispose(&j);
+  tm_batch_release(&b);
+}
