@@ -3,6 +3,7 @@
  * reference counts and the writer slot (engine layer). See engine.h.
  */
 #include "engine/engine_int.h"
+#include "source/source.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -627,4 +628,15 @@ int tm_engine__options_fingerprint(const tm_engine *e, tm_buf *out, tm_error *er
     TM_TRY(tm_buf_printf(out, err, ":%s", tm_time_format_name(e->cfg.time_format)));
   }
   return TM_OK;
+}
+
+size_t tm_engine_hidden_columns(const tm_schema *s) {
+  static const char *const names[] = {TM_PROV_SEQ, TM_PROV_FILE, TM_PROV_POS};
+  size_t n = sizeof names / sizeof names[0];
+  if (s->n_cols <= n) return 0;
+  for (size_t i = 0; i < n; i++) {
+    const tm_column *c = &s->cols[s->n_cols - n + i];
+    if (strcmp(c->name, names[i]) != 0 || c->type.id != TM_TYPE_INT64) return 0;
+  }
+  return n;
 }

@@ -344,6 +344,14 @@ int tm_engine_size_bytes(tm_engine *e, uint64_t *out, tm_error *err) TM_WARN_UNU
 int tm_engine_verify(tm_engine *e, tm_error *err) TM_WARN_UNUSED;
 
 /**
+ * How many trailing columns of an acceleration's schema are hidden from SQL:
+ * TM_PROVENANCE_COLUMNS when it ends with the provenance columns of
+ * refresh_mode: changes (_tm_seq, _tm_file, _tm_pos, int64; source.h), else
+ * 0. The dataset's view leaves them out (SPEC E4).
+ */
+size_t tm_engine_hidden_columns(const tm_schema *s);
+
+/**
  * The SQL that reads the dataset in e's tm_db, for the view that names it
  * (sql.h): a table of an attached database, or a table-function scan.
  * Appended to out.

@@ -51,7 +51,8 @@ static void register_metrics(tm_accel *a, tm_metrics *r) {
 #define REG(field, kind, name, help, labels, b, nb)                                     \
   if (rc == TM_OK) rc = tm_metrics_register(r, &a->m.field, kind, name, help, labels, b, nb, &err)
   REG(fallbacks, TM_METRIC_COUNTER, "dataset_acceleration_refresh_fallbacks",
-      "Append refreshes of Iceberg datasets that read by time instead of following snapshots (SPEC B6)",
+      "Refreshes of Iceberg datasets that could not follow snapshots: append read by time (SPEC "
+      "B6), changes reloaded in full (SPEC E5)",
       "dataset,reason", NULL, 0);
   REG(errors, TM_METRIC_COUNTER, "dataset_acceleration_refresh_errors", "Failed refreshes",
       "dataset,mode", NULL, 0);
@@ -60,6 +61,10 @@ static void register_metrics(tm_accel *a, tm_metrics *r) {
       sizeof ms_buckets / sizeof ms_buckets[0]);
   REG(rows_written, TM_METRIC_COUNTER, "dataset_acceleration_refresh_rows_written",
       "Rows written by refreshes", "dataset", NULL, 0);
+  REG(rows_deleted, TM_METRIC_COUNTER, "dataset_acceleration_refresh_rows_deleted",
+      "Stored rows removed by refresh_mode: changes (SPEC E2)", "dataset", NULL, 0);
+  REG(snapshot_ops, TM_METRIC_COUNTER, "dataset_acceleration_refresh_snapshots",
+      "Iceberg snapshots applied by refreshes, by operation", "dataset,operation", NULL, 0);
   REG(rows_superseded, TM_METRIC_COUNTER, "dataset_acceleration_refresh_rows_superseded",
       "Rows that lost a primary-key conflict, by reason (SPEC A8)", "dataset,reason", NULL, 0);
   REG(last_refresh, TM_METRIC_GAUGE, "dataset_acceleration_last_refresh_unix_time_ms",

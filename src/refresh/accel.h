@@ -86,6 +86,7 @@ typedef struct tm_refresh_result {
   bool full;                 /* replaced everything */
   int64_t rows_read;         /* rows the source returned */
   int64_t rows_written;      /* rows the commit stored */
+  int64_t rows_deleted;      /* refresh_mode changes: stored rows the changes removed (E2) */
   int64_t rows_deduplicated; /* re-read rows already stored (A3) */
   int64_t dedup_window_rows; /* stored rows of the re-read window */
   size_t dedup_peak_bytes;   /* memory the de-duplication held at its peak */
@@ -93,7 +94,7 @@ typedef struct tm_refresh_result {
   int64_t rows_superseded;   /* rows that lost a key conflict (A8) */
   int64_t rows_null_time;    /* rows skipped for a NULL or unreadable time (A4) */
   int64_t files_read, files_skipped, row_groups_read, row_groups_skipped;
-  int n_snapshots;           /* snapshots walked (TM_READ_SNAPSHOTS) */
+  int n_snapshots;           /* snapshots walked (TM_READ_SNAPSHOTS, TM_READ_CHANGES) */
   int n_append, n_overwrite, n_replace, n_delete, n_other;
   bool has_saved_snapshot;   /* after the refresh */
   int64_t saved_snapshot;

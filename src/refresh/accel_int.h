@@ -12,7 +12,8 @@
 #include "refresh/accel.h"
 
 typedef struct accel_metrics {
-  tm_metric *fallbacks, *errors, *duration, *rows_written, *rows_superseded, *last_refresh,
+  tm_metric *fallbacks, *errors, *duration, *rows_written, *rows_deleted, *snapshot_ops,
+      *rows_superseded, *last_refresh,
       *max_timestamp, *size_bytes, *load_state;
 } accel_metrics;
 

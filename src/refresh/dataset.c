@@ -69,7 +69,7 @@ int64_t tm_acceleration_max_jitter_ms(const tm_acceleration_def *a) {
 }
 
 const char *tm_refresh_mode_name(tm_refresh_mode m) {
-  return m == TM_REFRESH_APPEND ? "append" : "full";
+  return m == TM_REFRESH_APPEND ? "append" : m == TM_REFRESH_CHANGES ? "changes" : "full";
 }
 
 const char *tm_snapshots_mode_name(tm_snapshots_mode m) {

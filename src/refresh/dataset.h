@@ -22,7 +22,8 @@
 
 typedef enum tm_refresh_mode {
   TM_REFRESH_FULL = 0,
-  TM_REFRESH_APPEND
+  TM_REFRESH_APPEND,
+  TM_REFRESH_CHANGES /* Iceberg: apply each snapshot's changes (SPEC E1-E6) */
 } tm_refresh_mode;
 
 /** Spice's refresh_on_startup (docs/REFRESH.md "Scheduling"). */

@@ -21,6 +21,17 @@
  * Every BY_TIME read of a snapshot source saves the current snapshot, so the
  * next refresh follows snapshots again (B5).
  *
+ * refresh_mode: changes (SPEC E1-E6; plan_changes), every read carries the
+ * rows' provenance:
+ *   full, or no saved snapshot            -> FULL of the current snapshot (E1)
+ *   a changes read met an expired file    -> FULL, files_expired (E5)
+ *   table has no snapshot                 -> FULL, table_has_no_snapshot
+ *   table uuid changed                    -> FULL, table_replaced (E5)
+ *   saved snapshot no longer listed       -> FULL, files_expired (E5)
+ *   saved not an ancestor of current      -> FULL, snapshot_not_ancestor (E5)
+ *   current == saved                      -> NOTHING (B3)
+ *   newer snapshots                       -> CHANGES from the saved one (E2)
+ *
  * How it reads (plan_read):
  *   FULL       the current rows, deletes applied, as of the saved snapshot,
  *              into a transaction that replaces every row (A11, B12)
@@ -56,6 +67,7 @@ const char *tm_fallback_name(tm_fallback f) {
     case TM_FALLBACK_TABLE_REPLACED: return "table_replaced";
     case TM_FALLBACK_SNAPSHOT_NOT_ANCESTOR: return "snapshot_not_ancestor";
     case TM_FALLBACK_ROWS_REWRITTEN_WITHOUT_PRIMARY_KEY: return "rows_rewritten_without_primary_key";
+    case TM_FALLBACK_FILES_EXPIRED: return "files_expired";
   }
   return "";
 }
@@ -66,6 +78,7 @@ const char *tm_read_kind_name(tm_read_kind k) {
     case TM_READ_BY_TIME: return "time";
     case TM_READ_SNAPSHOTS: return "snapshots";
     case TM_READ_NOTHING: return "nothing";
+    case TM_READ_CHANGES: return "changes";
   }
   return "?";
 }
@@ -132,7 +145,9 @@ static int walk(const tm_plan_input *in, tm_refresh_plan *d, tm_error *err) {
     tm_snapshot_step *step = &d->steps[i - 1];
     step->id = s->id;
     step->operation = s->operation;
-    if (op_is(s, "replace") || op_is(s, "delete") || s->added_data_files == 0) {
+    if (in->def->acceleration.refresh_mode == TM_REFRESH_CHANGES) {
+      step->rule = TM_SNAP_CHANGES; /* every operation: its changes are read (E2) */
+    } else if (op_is(s, "replace") || op_is(s, "delete") || s->added_data_files == 0) {
       step->rule = TM_SNAP_SKIP;
     } else if (op_is(s, "append")) {
       step->rule = TM_SNAP_ADDED_FILES;
@@ -155,10 +170,58 @@ static int walk(const tm_plan_input *in, tm_refresh_plan *d, tm_error *err) {
   return TM_OK;
 }
 
+static void reload(tm_refresh_plan *d, tm_fallback fallback, const char *why) {
+  d->kind = TM_READ_FULL;
+  d->fallback = fallback;
+  d->why = why;
+}
+
+/* refresh_mode: changes (SPEC E1-E5): the table at the top of this file. */
+static int plan_changes(const tm_plan_input *in, bool full, tm_refresh_plan *d, tm_error *err) {
+  const tm_table_info *t = &in->table;
+  d->provenance = true;
+  if (!t->follows_snapshots)
+    return tm_error_set(err, TM_EINVALID, "dataset %s: refresh_mode: changes needs an Iceberg table "
+                        "(this source is not one)", in->def->name);
+  if (t->has_current) {
+    d->save_snapshot = true;
+    d->snapshot_to_save = t->current_id;
+    d->save_uuid = t->uuid;
+  }
+  if (full) {
+    reload(d, TM_FALLBACK_NONE, "full refresh");
+  } else if (!in->saved.present) {
+    reload(d, TM_FALLBACK_NONE, "no saved snapshot: the first refresh reads the table in full (E1)");
+  } else if (in->files_expired) {
+    reload(d, TM_FALLBACK_FILES_EXPIRED, "a file the changes need was expired (E5)");
+  } else if (!t->has_current) {
+    reload(d, TM_FALLBACK_TABLE_HAS_NO_SNAPSHOT, "the table has no snapshot");
+  } else if (in->saved.uuid && t->uuid && strcmp(in->saved.uuid, t->uuid) != 0) {
+    reload(d, TM_FALLBACK_TABLE_REPLACED, "the table's uuid changed (E5)");
+  } else if (!find_snapshot(t->snapshots, t->n_snapshots, in->saved.id)) {
+    reload(d, TM_FALLBACK_FILES_EXPIRED, "the saved snapshot was expired from the table (E5)");
+  } else if (!tm_snapshot_is_ancestor(t->snapshots, t->n_snapshots, t->current_id, in->saved.id)) {
+    reload(d, TM_FALLBACK_SNAPSHOT_NOT_ANCESTOR,
+           "the saved snapshot is not an ancestor of the current one (E5)");
+  } else if (t->current_id == in->saved.id) {
+    d->kind = TM_READ_NOTHING;
+    d->why = "no snapshot newer than the saved one (B3)";
+  } else {
+    TM_TRY(walk(in, d, err));
+    d->kind = TM_READ_CHANGES;
+    d->fallback = TM_FALLBACK_NONE;
+    d->why = "applying the changes of each new snapshot (E2)";
+    d->has_changes_from = true;
+    d->changes_from = in->saved.id;
+  }
+  return TM_OK;
+}
+
 /* What to read (the table at the top of this file). */
 static int plan_kind(const tm_plan_input *in, bool full, tm_refresh_plan *d, tm_error *err) {
   const tm_table_info *t = &in->table;
   bool snapshot_source = t->follows_snapshots;
+  if (in->def->acceleration.refresh_mode == TM_REFRESH_CHANGES) return plan_changes(in, full, d, err);
   /* After any read of a snapshot source that saw its current snapshot, save it. */
   if (snapshot_source && t->has_current) {
     d->save_snapshot = true;
@@ -255,8 +318,18 @@ static int plan_window(const tm_plan_input *in, tm_refresh_plan *d, tm_error *er
 static int plan_read(const tm_plan_input *in, tm_refresh_plan *d, tm_error *err) {
   d->writes = d->kind != TM_READ_NOTHING;
   d->txn = d->kind == TM_READ_FULL ? TM_TXN_REPLACE_ALL : TM_TXN_APPEND;
+  if (d->provenance) {
+    /* refresh_mode changes: one scan of the changes (from nothing for FULL), with provenance. */
+    d->reads = d->kind != TM_READ_NOTHING;
+    d->scan_mode = TM_SCAN_CHANGES;
+    d->apply_deletes = true;
+    d->has_as_of = d->save_snapshot;
+    d->as_of_snapshot = d->snapshot_to_save;
+    return TM_OK;
+  }
   switch (d->kind) {
     case TM_READ_NOTHING: return TM_OK;
+    case TM_READ_CHANGES: return TM_OK;
     case TM_READ_FULL:
     case TM_READ_BY_TIME:
       d->reads = true;
@@ -284,6 +357,7 @@ int tm_refresh_plan_make(const tm_plan_input *in, tm_refresh_plan *out, tm_error
   tm_predicate_init(&d.predicate);
   const tm_acceleration_def *acc = &in->def->acceleration;
   bool full = in->full || acc->refresh_mode == TM_REFRESH_FULL;
+  /* A full refresh of a changes dataset still carries provenance (E1). */
   int rc = plan_time_column(in, &d, err);
   if (rc == TM_OK) rc = plan_kind(in, full, &d, err);
   if (rc == TM_OK) rc = plan_read(in, &d, err);
@@ -317,6 +391,8 @@ void tm_refresh_plan_scan_request(const tm_refresh_plan *p, tm_scan_request *out
   out->as_of_snapshot = p->as_of_snapshot;
   out->snapshot_ids = p->snapshot_ids;
   out->n_snapshot_ids = p->n_snapshot_ids;
+  out->has_changes_from = p->has_changes_from;
+  out->changes_from = p->changes_from;
 }
 
 static const char *rule_name(tm_snapshot_rule r) {
@@ -324,6 +400,7 @@ static const char *rule_name(tm_snapshot_rule r) {
     case TM_SNAP_SKIP: return "skipped";
     case TM_SNAP_ADDED_FILES: return "its added files";
     case TM_SNAP_ADDED_FILES_BY_KEY: return "its added files, newest per key";
+    case TM_SNAP_CHANGES: return "its changes (E2)";
   }
   return "?";
 }
@@ -357,6 +434,11 @@ int tm_refresh_plan_describe(const tm_refresh_plan *p, tm_buf *out, tm_error *er
   for (size_t i = 0; i < p->n_steps; i++)
     TM_TRY(tm_buf_printf(out, err, "snapshot: %lld %s: %s\n", (long long)p->steps[i].id,
                          p->steps[i].operation ? p->steps[i].operation : "?", rule_name(p->steps[i].rule)));
+  if (p->provenance && p->reads) {
+    TM_TRY(tm_buf_printf(out, err, "provenance: _tm_seq, _tm_file, _tm_pos (E4)\n"));
+    if (p->has_changes_from)
+      TM_TRY(tm_buf_printf(out, err, "changes since snapshot: %lld\n", (long long)p->changes_from));
+  }
   if (p->reads) {
     TM_TRY(tm_buf_printf(out, err, "deletes: %s\n", p->apply_deletes ? "applied" : "not applied (B12)"));
     if (p->has_as_of) TM_TRY(tm_buf_printf(out, err, "as of snapshot: %lld\n", (long long)p->as_of_snapshot));

@@ -62,7 +62,8 @@ typedef enum tm_read_kind {
   TM_READ_FULL = 0,  /* replace everything with the source's contents (A11) */
   TM_READ_BY_TIME,   /* rows above the high-water mark, less the overlap (A2, A3) */
   TM_READ_SNAPSHOTS, /* the data files the listed snapshots added (B2, B4) */
-  TM_READ_NOTHING    /* no new snapshot (B3) */
+  TM_READ_NOTHING,   /* no new snapshot (B3) */
+  TM_READ_CHANGES    /* refresh_mode changes: what changed since the saved snapshot (E2) */
 } tm_read_kind;
 
 typedef enum tm_fallback {
@@ -70,13 +71,15 @@ typedef enum tm_fallback {
   TM_FALLBACK_TABLE_HAS_NO_SNAPSHOT,
   TM_FALLBACK_TABLE_REPLACED,
   TM_FALLBACK_SNAPSHOT_NOT_ANCESTOR,
-  TM_FALLBACK_ROWS_REWRITTEN_WITHOUT_PRIMARY_KEY
+  TM_FALLBACK_ROWS_REWRITTEN_WITHOUT_PRIMARY_KEY,
+  TM_FALLBACK_FILES_EXPIRED /* changes: the saved snapshot or a file it needs was expired (E5) */
 } tm_fallback;
 
 typedef enum tm_snapshot_rule {
   TM_SNAP_SKIP = 0,             /* replace, delete, or no added data file */
   TM_SNAP_ADDED_FILES,          /* append: the files it added, as of it */
-  TM_SNAP_ADDED_FILES_BY_KEY    /* overwrite on keyed cayenne: added files, newest per key */
+  TM_SNAP_ADDED_FILES_BY_KEY,   /* overwrite on keyed cayenne: added files, newest per key */
+  TM_SNAP_CHANGES               /* refresh_mode changes: everything it changed (E2) */
 } tm_snapshot_rule;
 
 typedef struct tm_snapshot_step {
@@ -106,6 +109,7 @@ typedef struct tm_plan_input {
   tm_instant hwm;             /* TM_HWM_KNOWN */
   tm_fallback last_fallback;  /* the last fallback logged (B6 warns when it changes) */
   int64_t now_ms;             /* the clock for refresh_data_window (Unix ms) */
+  bool files_expired;         /* changes: a read of the changes met a file that is gone (E5) */
 } tm_plan_input;
 
 typedef struct tm_refresh_plan {
@@ -127,6 +131,9 @@ typedef struct tm_refresh_plan {
   bool has_as_of;            /* read the snapshot the state will name (B10) */
   int64_t as_of_snapshot;
   int64_t *snapshot_ids;     /* owned: the steps whose added files are read */
+  bool provenance;           /* refresh_mode changes: rows carry _tm_seq, _tm_file, _tm_pos (E4) */
+  bool has_changes_from;     /* TM_READ_CHANGES: the changes since this snapshot (the saved one) */
+  int64_t changes_from;
   size_t n_snapshot_ids;
   tm_time_bound bound;       /* the exact row filter (A2-A5); inactive: none */
   tm_predicate predicate;    /* owned: bound and partition terms that prune (A2, A6) */
@@ -167,7 +174,7 @@ bool tm_refresh_plan_warns_late_updates(const tm_dataset_def *d, tm_engine_rule 
 
 /** "table_replaced", ... ("" for none): the metric label and log text (B6). */
 const char *tm_fallback_name(tm_fallback f);
-const char *tm_read_kind_name(tm_read_kind k); /* "full", "time", "snapshots", "nothing" */
+const char *tm_read_kind_name(tm_read_kind k); /* "full", "time", "snapshots", "nothing", "changes" */
 
 /**
  * Whether snapshot `id` is `current` or one of its ancestors by parent id,

@@ -24,7 +24,7 @@ size_t tm_refresh_result_line(const tm_refresh_result *r, const char *dataset, c
 size_t tm_refresh_result_what(const tm_refresh_result *r, const char *dataset, char *buf,
                               size_t cap) {
   char how[160];
-  if (r->how == TM_READ_SNAPSHOTS) {
+  if (r->how == TM_READ_SNAPSHOTS || r->how == TM_READ_CHANGES) {
     char parts[128] = "";
     size_t n = 0;
     const struct { const char *name; int count; } ops[] = {
@@ -36,9 +36,12 @@ size_t tm_refresh_result_what(const tm_refresh_result *r, const char *dataset, c
                        ops[i].count);
       if (k > 0) n += (size_t)k;
     }
-    snprintf(how, sizeof how, "via snapshots (%d: %s)", r->n_snapshots, parts);
+    snprintf(how, sizeof how, "via %s (%d: %s)", r->how == TM_READ_CHANGES ? "changes" : "snapshots",
+             r->n_snapshots, parts);
   } else if (r->how == TM_READ_NOTHING) {
     snprintf(how, sizeof how, "via snapshots (no new snapshot)");
+  } else if (r->how == TM_READ_FULL && r->fallback != TM_FALLBACK_NONE) {
+    snprintf(how, sizeof how, "via full reload (fallback: %s)", tm_fallback_name(r->fallback));
   } else if (r->how == TM_READ_FULL) {
     snprintf(how, sizeof how, "via full refresh");
   } else if (r->fallback != TM_FALLBACK_NONE) {
@@ -46,8 +49,10 @@ size_t tm_refresh_result_what(const tm_refresh_result *r, const char *dataset, c
   } else {
     snprintf(how, sizeof how, "via time");
   }
-  int n = snprintf(buf, cap, "%s: %s%lld rows %s", dataset, r->full ? "" : "+",
-                   (long long)r->rows_written, how);
+  char deleted[40] = "";
+  if (r->how == TM_READ_CHANGES) snprintf(deleted, sizeof deleted, " -%lld", (long long)r->rows_deleted);
+  int n = snprintf(buf, cap, "%s: %s%lld%s rows %s", dataset, r->full ? "" : "+",
+                   (long long)r->rows_written, deleted, how);
   if (n < 0 || cap == 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -62,7 +67,11 @@ static void note_fallback(tm_accel *a, tm_fallback f, bool warn) {
   pthread_mutex_lock(&a->state_lock);
   a->last_fallback = f;
   pthread_mutex_unlock(&a->state_lock);
-  if (warn)
+  if (warn && a->def->acceleration.refresh_mode == TM_REFRESH_CHANGES)
+    tm_log(TM_LOG_WARN, a->def->name,
+           "changes refresh reloads the table in full instead of applying its snapshots: %s "
+           "(SPEC E5)", tm_fallback_name(f));
+  else if (warn)
     tm_log(TM_LOG_WARN, a->def->name,
            "append refresh reads by time instead of following snapshots: %s (SPEC B5)",
            tm_fallback_name(f));
@@ -78,9 +87,10 @@ void tm_accel__report_success(tm_accel *a, const tm_refresh_result *out, const c
   char line[512];
   tm_refresh_result_line(out, d->name, line, sizeof line);
   tm_log(TM_LOG_INFO, d->name,
-         "refresh finished: %s; read %lld rows, de-duplicated %lld, superseded %lld; files "
+         "refresh finished: %s; read %lld rows, deleted %lld, de-duplicated %lld, superseded %lld; files "
          "%lld read, %lld skipped; row groups %lld read, %lld skipped; %.3f ms",
-         line + strlen(d->name) + 2, (long long)out->rows_read, (long long)out->rows_deduplicated,
+         line + strlen(d->name) + 2, (long long)out->rows_read, (long long)out->rows_deleted,
+         (long long)out->rows_deduplicated,
          (long long)out->rows_superseded, (long long)out->files_read,
          (long long)out->files_skipped, (long long)out->row_groups_read,
          (long long)out->row_groups_skipped, (double)out->duration_us / 1000.0);
@@ -103,6 +113,12 @@ void tm_accel__report_success(tm_accel *a, const tm_refresh_result *out, const c
     const char *ds[] = {d->name};
     tm_metric_observe(a->m.duration, (const char *[]){d->name, mode}, (double)out->duration_ms);
     tm_metric_add(a->m.rows_written, ds, (double)out->rows_written);
+    if (out->rows_deleted) tm_metric_add(a->m.rows_deleted, ds, (double)out->rows_deleted);
+    const struct { const char *op; int n; } ops[] = {
+        {"append", out->n_append}, {"overwrite", out->n_overwrite}, {"replace", out->n_replace},
+        {"delete", out->n_delete}, {"other", out->n_other}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+      if (ops[i].n) tm_metric_add(a->m.snapshot_ops, (const char *[]){d->name, ops[i].op}, ops[i].n);
     tm_metric_set(a->m.last_refresh, ds, (double)tm_now_ms());
     if (out->has_max_time)
       tm_metric_set(a->m.max_timestamp, (const char *[]){d->name, mode}, (double)out->max_time_ms);

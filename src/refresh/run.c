@@ -38,8 +38,10 @@ typedef struct run {
   tm_engine *engine;         /* a reference for this run, or NULL (explain without rows) */
   tm_kv state;               /* the state map to commit */
   tm_kv stored_state;        /* the state map as committed before (file mode) */
-  int64_t rows_offered;      /* rows written into the transaction */
+  int64_t rows_offered;      /* rows written into (or deleted by) the transaction */
   tm_source_table table;
+  tm_schema prov_schema;     /* refresh_mode changes: the source's columns + provenance (E4) */
+  bool files_expired;        /* a changes read met a file that is gone: plan a reload (E5) */
 } run;
 
 static void run_init(run *r, tm_accel *a, const tm_refresh_request *req, tm_refresh_result *res,
@@ -51,6 +53,7 @@ static void run_init(run *r, tm_accel *a, const tm_refresh_request *req, tm_refr
   r->err = err;
   tm_kv_init(&r->state);
   tm_kv_init(&r->stored_state);
+  tm_schema_init(&r->prov_schema);
 }
 
 static void run_dispose(run *r) {
@@ -59,6 +62,26 @@ static void run_dispose(run *r) {
   tm_source_table_dispose(&r->table);
   tm_kv_dispose(&r->state);
   tm_kv_dispose(&r->stored_state);
+  tm_schema_dispose(&r->prov_schema);
+}
+
+/*
+ * refresh_mode changes (SPEC E4): the acceleration stores the source's
+ * columns and each row's provenance, which the dataset's SQL view leaves out.
+ */
+static int provenance_schema(run *r) {
+  static const char *const names[] = {TM_PROV_SEQ, TM_PROV_FILE, TM_PROV_POS};
+  tm_schema_dispose(&r->prov_schema);
+  tm_schema_init(&r->prov_schema);
+  TM_TRY(tm_schema_copy(&r->prov_schema, r->schema, r->err));
+  for (size_t i = 0; i < TM_PROV_COLUMNS; i++) {
+    if (tm_schema_find_nocase(r->schema, names[i]) >= 0)
+      return tm_error_set(r->err, TM_EINVALID, "dataset %s: column '%s' is reserved by "
+                          "refresh_mode: changes (a row's provenance)", r->a->def->name, names[i]);
+    TM_TRY(tm_schema_add(&r->prov_schema, names[i], tm_type_of(TM_TYPE_INT64), false, -1, r->err));
+  }
+  r->schema = &r->prov_schema;
+  return TM_OK;
 }
 
 /* Describes the source and, with a refresh_sql, opens the statement over it. */
@@ -75,6 +98,7 @@ static int describe_source(run *r) {
     if (rc == TM_OK) r->schema = tm_sqlsource_schema(r->sql);
   }
   tm_free(set);
+  if (rc == TM_OK && a->def->acceleration.refresh_mode == TM_REFRESH_CHANGES) rc = provenance_schema(r);
   return rc;
 }
 
@@ -288,6 +312,7 @@ static int make_plan(run *r, tm_refresh_plan *p) {
   in.now_ms = tm_now_ms();
   in.through_sql = r->sql != NULL;
   in.schema = r->schema;
+  in.files_expired = r->files_expired;
   pthread_mutex_lock(&a->state_lock);
   in.last_fallback = a->last_fallback;
   pthread_mutex_unlock(&a->state_lock);
@@ -376,6 +401,47 @@ static int filter_by_bound(run *r, const tm_time_bound *bound, tm_batch **cur, t
   return rc;
 }
 
+/*
+ * A delete batch of a changes scan (source.h): [seq, file] deletes every row
+ * of those files, [seq, file, pos] those positions of one file. The
+ * condition names the provenance columns only: DuckDB prunes row groups by
+ * _tm_seq (rows are stored in sequence-number order), so it costs the rows
+ * of that commit's files, not the acceleration (E4).
+ */
+#define DELETE_IN_MAX 4096
+static int delete_rows(run *r, tm_engine_txn *txn, const tm_batch *b) {
+  bool by_pos = b->schema.n_cols == 3;
+  tm_colview seq = tm_batch_col(b, 0), file = tm_batch_col(b, 1), pos;
+  if (by_pos) pos = tm_batch_col(b, 2);
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = TM_OK;
+  for (int64_t i = 0; i < b->n_rows && rc == TM_OK;) {
+    int64_t s = tm_colview_int(&seq, i), f = tm_colview_int(&file, i);
+    tm_buf_clear(&sql);
+    rc = tm_buf_printf(&sql, r->err, TM_PROV_SEQ " = %lld AND " TM_PROV_FILE " = %lld", (long long)s,
+                       (long long)f);
+    int64_t j = i + 1;
+    if (by_pos && rc == TM_OK) {
+      rc = tm_buf_printf(&sql, r->err, " AND " TM_PROV_POS " IN (%lld", (long long)tm_colview_int(&pos, i));
+      while (rc == TM_OK && j < b->n_rows && j - i < DELETE_IN_MAX && tm_colview_int(&seq, j) == s &&
+             tm_colview_int(&file, j) == f)
+        rc = tm_buf_printf(&sql, r->err, ",%lld", (long long)tm_colview_int(&pos, j++));
+      if (rc == TM_OK) rc = tm_buf_puts(&sql, ")", r->err);
+    }
+    int64_t n = 0;
+    if (rc == TM_OK) rc = tm_engine_txn_delete_where(txn, tm_buf_cstr(&sql), &n, r->err);
+    r->res->rows_deleted += n;
+    r->rows_offered += n;
+    i = j;
+  }
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+static bool is_delete_batch(const tm_refresh_plan *p, const tm_batch *b) {
+  return p->provenance && b->schema.n_cols > 0 && strcmp(b->schema.cols[0].name, TM_PROV_SEQ) == 0;
+}
+
 static int write_rows(run *r, tm_engine_txn *txn, const tm_batch *b) {
   if (b->n_rows == 0) return TM_OK;
   r->rows_offered += b->n_rows;
@@ -397,6 +463,11 @@ static int copy_rows(run *r, const tm_refresh_plan *p, tm_dedup *dd, tm_engine_t
       tm_batch_release(&b);
       rc = tm_error_set(r->err, TM_ECANCELLED, "refresh cancelled (shutting down); rolled back");
       break;
+    }
+    if (is_delete_batch(p, &b)) {
+      rc = delete_rows(r, txn, &b);
+      tm_batch_release(&b);
+      continue;
     }
     r->res->rows_read += b.n_rows;
     tm_batch *cur = &b;
@@ -544,6 +615,7 @@ static void report_plan(run *r, const tm_refresh_plan *p) {
   res->fallback = p->fallback;
   res->full = p->kind == TM_READ_FULL;
   res->n_snapshots = (int)p->n_steps;
+  res->rows_deleted = 0;
   for (size_t i = 0; i < p->n_steps; i++) {
     const char *op = p->steps[i].operation ? p->steps[i].operation : "";
     if (!strcmp(op, "append")) res->n_append++;
@@ -569,6 +641,30 @@ static int do_refresh(run *r) {
   tm_engine_txn *txn = NULL;
   if (p.writes) rc = tm_engine_begin(r->engine, p.txn, &txn, r->err);
   if (rc == TM_OK) rc = read_rows(r, &p, txn);
+  if (rc == TM_ENOTFOUND && p.kind == TM_READ_CHANGES) {
+    /* E5: a file the changes need is gone (expired): this refresh reloads in full. */
+    tm_log(TM_LOG_INFO, r->a->def->name, "the changes cannot be applied: %s",
+           r->err ? r->err->message : "a file is gone");
+    tm_engine_txn_abort(txn);
+    txn = NULL;
+    tm_refresh_plan_dispose(&p);
+    tm_engine_release(r->engine);
+    r->engine = NULL;
+    tm_source_table_dispose(&r->table);
+    memset(&r->table, 0, sizeof r->table);
+    tm_kv_dispose(&r->state);
+    tm_kv_init(&r->state);
+    int64_t started = r->res->started_ms;
+    memset(r->res, 0, sizeof *r->res);
+    r->res->started_ms = started;
+    r->rows_offered = 0;
+    r->files_expired = true;
+    if (r->err) tm_error_init(r->err);
+    TM_TRY(make_plan(r, &p));
+    report_plan(r, &p);
+    rc = p.writes ? tm_engine_begin(r->engine, p.txn, &txn, r->err) : TM_OK;
+    if (rc == TM_OK) rc = read_rows(r, &p, txn);
+  }
   if (rc == TM_OK && txn) rc = commit(r, &p, &txn);
   tm_engine_txn_abort(txn);
   if (rc == TM_OK) remember_saved(r, &p);

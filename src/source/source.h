@@ -108,8 +108,27 @@ void tm_source_table_dispose(tm_source_table *t);
 /** What a scan reads. */
 typedef enum tm_scan_mode {
   TM_SCAN_CURRENT = 0,  /* every row of the current data (deletes applied, B12) */
-  TM_SCAN_ADDED_BY      /* Iceberg: the data files the listed snapshots added, as of them */
+  TM_SCAN_ADDED_BY,     /* Iceberg: the data files the listed snapshots added, as of them */
+  TM_SCAN_CHANGES       /* Iceberg: what changed from changes_from to as_of (SPEC E2) */
 } tm_scan_mode;
+
+/*
+ * A TM_SCAN_CHANGES scan (refresh_mode: changes, SPEC E1-E4) yields rows
+ * with their provenance: every row batch has the dataset's columns followed
+ * by TM_PROV_SEQ (the data file's data sequence number), TM_PROV_FILE (its
+ * id, tm_iceberg_file_id) and TM_PROV_POS (the row's position in the file),
+ * all int64 NOT NULL. Before any row batch it yields delete batches, whose
+ * first column is TM_PROV_SEQ: [seq, file] deletes every stored row of those
+ * files (removed by the snapshots); [seq, file, pos] deletes those positions
+ * (rows a delete file added since removes). Apply the deletes before the
+ * rows: a file is never both deleted and inserted by one scan, except a
+ * file whose deletes shrank (a delete file rewritten), which is deleted
+ * whole and inserted again.
+ */
+#define TM_PROV_SEQ "_tm_seq"
+#define TM_PROV_FILE "_tm_file"
+#define TM_PROV_POS "_tm_pos"
+#define TM_PROV_COLUMNS 3
 
 typedef struct tm_scan_request {
   int version;                  /* TM_SCAN_REQUEST_VERSION */
@@ -126,6 +145,8 @@ typedef struct tm_scan_request {
   bool has_as_of;               /* Iceberg TM_SCAN_CURRENT: read this snapshot, not the latest */
   int64_t as_of_snapshot;
   int64_t batch_rows;           /* 0: TM_BATCH_DEFAULT_ROWS */
+  bool has_changes_from;        /* TM_SCAN_CHANGES: the saved snapshot; absent: every row */
+  int64_t changes_from;
 } tm_scan_request;
 
 #define TM_SCAN_REQUEST_VERSION 1

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "engine/sql/sql_int.h"
+#include "source/source.h"
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -272,7 +273,11 @@ int tm_sql_catalog_add(tm_sql_catalog *c, tm_engine *e, tm_error *err) {
   const char *name = tm_engine_dataset(e);
   tm_buf sql = TM_BUF_INIT(1 << 20);
   int rc = view_sql(&sql, "CREATE OR REPLACE VIEW main.", name, err);
-  if (rc == TM_OK) rc = tm_buf_puts(&sql, " AS SELECT * FROM ", err);
+  /* refresh_mode changes: the rows' provenance is not the dataset's (SPEC E4). */
+  const char *cols = tm_engine_hidden_columns(tm_engine_schema(e))
+                         ? " AS SELECT * EXCLUDE (" TM_PROV_SEQ ", " TM_PROV_FILE ", " TM_PROV_POS ") FROM "
+                         : " AS SELECT * FROM ";
+  if (rc == TM_OK) rc = tm_buf_puts(&sql, cols, err);
   if (rc == TM_OK) rc = tm_engine_relation(e, &sql, err);
   pthread_mutex_lock(&c->mu);
   cat_item *it = find_item(c, name);

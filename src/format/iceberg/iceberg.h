@@ -658,6 +658,38 @@ int tm_iceberg_plan_added(const tm_iceberg_table *t, int64_t snapshot_id,
                           tm_iceberg_added **out, tm_error *err) TM_WARN_UNUSED;
 void tm_iceberg_added_free(tm_iceberg_added *a);
 
+/*
+ * What changed between two snapshots of a table, file by file (SPEC E2, E4):
+ * the live data files of `from` and of `to` (tm_iceberg_plan_scan, current
+ * schema, each with the delete files that apply to it) matched by path key
+ * and data sequence number. A file live at `to` only is added, at `from`
+ * only is removed, at both with another set of delete files is changed
+ * (deletes added, a deletion vector replaced, a delete file rewritten).
+ * Files live at both with the same deletes are not listed: their visible
+ * rows are the same. from_id < 0: nothing before, every live file is added
+ * (SPEC E1). Reads the manifest lists and manifests of both snapshots, no
+ * data file. Caller owns *out (tm_iceberg_changes_free).
+ */
+typedef struct tm_iceberg_changes {
+  tm_iceberg_scan *from;                /* owned; NULL when from_id < 0 */
+  tm_iceberg_scan *to;                  /* owned */
+  const tm_iceberg_scan_task **removed; /* tasks of `from` */
+  size_t n_removed;
+  const tm_iceberg_scan_task **added;   /* tasks of `to` */
+  size_t n_added;
+  const tm_iceberg_scan_task **changed_from, **changed_to; /* pairs, n_changed each */
+  size_t n_changed;
+} tm_iceberg_changes;
+
+int tm_iceberg_plan_changes(const tm_iceberg_table *t, int64_t from_id, int64_t to_id,
+                            tm_iceberg_changes **out, tm_error *err) TM_WARN_UNUSED;
+void tm_iceberg_changes_free(tm_iceberg_changes *c);
+/**
+ * The provenance id of a data file (SPEC E4): a 64-bit hash of its path key
+ * (tm_iceberg_table_path_key), stable across snapshots and tables' remapping.
+ */
+int64_t tm_iceberg_file_id(const char *key);
+
 /**
  * Whether a data file may hold rows matching filter (columns by name in
  * schema): its partition values through the spec's transforms and its column

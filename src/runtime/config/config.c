@@ -87,7 +87,7 @@ static const tm_cfg_spice_key k_accel_spice[] = {
 /* In tm_engine_kind order (engine/engine.h). */
 static const char *const k_engines[] = {"cayenne", "arrow", "sqlite", "duckdb", NULL};
 static const char *const k_modes[] = {"memory", "file", NULL};
-static const char *const k_refresh_modes[] = {"full", "append", NULL};
+static const char *const k_refresh_modes[] = {"full", "append", "changes", NULL};
 static const char *const k_conflicts[] = {"drop", "upsert", NULL};
 static const char *const k_snap_modes[] = {"disabled", "enabled", "bootstrap_only", "create_only",
                                            NULL};
@@ -169,8 +169,9 @@ static int read_refresh_mode(ctx *c, yaml_node_t *v, void *field, void *obj) {
   (void)obj;
   const char *s;
   TM_TRY(tm_cfg__scalar(c, v, "a refresh mode", &s));
-  if (strcmp(s, "changes") == 0 || strcmp(s, "caching") == 0)
-    return tm_cfg__fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append)", s);
+  if (strcmp(s, "caching") == 0)
+    return tm_cfg__fail(c, v, "refresh_mode '%s' is not supported by tidemark (allowed: full, append, "
+                        "changes)", s);
   int e = 0;
   TM_TRY(tm_cfg__get_enum(c, v, k_refresh_modes, &e));
   *(tm_refresh_mode *)field = (tm_refresh_mode)e;
@@ -714,6 +715,45 @@ static int check_spice_modes(ctx *c, yaml_node_t *n) {
   return TM_OK;
 }
 
+/*
+ * refresh_mode: changes (SPEC E1-E6) applies an Iceberg table's snapshots:
+ * it needs an Iceberg source, an engine that can delete rows by their
+ * provenance at the cost of the change (the DuckDB ones), and no key that
+ * would change which rows are stored (refresh_sql, refresh_data_window).
+ */
+static int check_changes(ctx *c, yaml_node_t *acc, const tm_dataset_def *d) {
+  const tm_acceleration_def *a = &d->acceleration;
+  if (a->refresh_mode != TM_REFRESH_CHANGES) return TM_OK;
+  const char *why = NULL, *key = "refresh_mode";
+  bool iceberg = d->source_kind == TM_SOURCE_ICEBERG_FILE || d->source_kind == TM_SOURCE_ICEBERG_S3 ||
+                 d->source_kind == TM_SOURCE_ICEBERG_REST || d->source_kind == TM_SOURCE_ICEBERG_ABFS ||
+                 d->source_kind == TM_SOURCE_GLUE;
+  if (!iceberg) {
+    why = "refresh_mode: changes applies an Iceberg table's snapshots: it needs an iceberg: source "
+          "(use append or full for files)";
+  } else if (a->engine == TM_ENGINE_SQLITE) {
+    key = "engine";
+    why = "refresh_mode: changes is not available on engine sqlite (deleting rows by provenance "
+          "needs a DuckDB engine: cayenne, duckdb or arrow)";
+  } else if (a->refresh_sql) {
+    key = "refresh_sql";
+    why = "refresh_mode: changes keeps the table's rows exactly (SPEC E3): refresh_sql is not "
+          "allowed with it";
+  } else if (a->refresh_data_window_ms) {
+    key = "refresh_data_window";
+    why = "refresh_mode: changes keeps the table's rows exactly (SPEC E3): refresh_data_window is "
+          "not allowed with it";
+  }
+  if (!why) return TM_OK;
+  char path[64];
+  snprintf(path, sizeof path, "acceleration.%s", key);
+  size_t old = tm_cfg__path_push_key(c, path);
+  yaml_node_t *v = tm_cfg__lookup(c, acc, key);
+  int rc = tm_cfg__fail(c, v ? v : tm_cfg__lookup(c, acc, "refresh_mode"), "%s", why);
+  tm_cfg__path_pop(c, old);
+  return rc;
+}
+
 static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file) {
   static const section sec = {k_dataset, k_dataset_spice};
   if (n->type == YAML_MAPPING_NODE) d->line = (int)n->start_mark.line + 1;
@@ -749,6 +789,7 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
       tm_cfg__path_pop(c, old);
       return rc;
     }
+    TM_TRY(check_changes(c, acc, d));
     if (a->refresh_data_window_ms &&
         (!d->time_column || strcmp(d->time_column, "last_modified") == 0)) {
       size_t old = tm_cfg__path_push_key(c, "acceleration.refresh_data_window");

@@ -45,6 +45,7 @@
 #include "format/iceberg/read.h"
 #include "io/io.h"
 #include "objstore/objstore.h"
+#include "source/iceberg/changes_scan.h"
 #include "source/iceberg_local.h"
 #include "source/iceberg_rest.h"
 #include "source/source_int.h"
@@ -533,6 +534,7 @@ typedef struct ice_scan {
   const tm_iceberg_data_file **files; /* owned array of views into `added` */
   const char **names;           /* projection: the dataset's columns (owned array) */
   tm_iceberg_rows *rows;        /* owned */
+  tm_changes_scan *chg;         /* TM_SCAN_CHANGES: owned */
   int64_t files_planned, files_skipped;
 } ice_scan;
 
@@ -549,9 +551,26 @@ static void update_stats(ice_scan *sc) {
   o->bytes_read = st.bytes_read;
 }
 
+/* TM_SCAN_CHANGES: delete batches, then rows with provenance (source.h). */
+static int changes_next(ice_scan *sc, tm_batch *out, tm_error *err) {
+  int rc = tm_changes_scan_next(sc->chg, out, err);
+  const tm_changes_stats *st = tm_changes_scan_stats(sc->chg);
+  tm_scan_stats *o = &sc->base.stats;
+  o->files_total = st->files_added + st->files_removed + st->files_changed;
+  o->files_read = st->files_read;
+  o->row_groups_read = st->row_groups_read;
+  o->row_groups_skipped = st->row_groups_skipped;
+  o->rows_read = st->rows_read;
+  o->bytes_read = st->bytes_read;
+  if (rc == TM_OK && out->schema.n_cols && strcmp(out->schema.cols[0].name, TM_PROV_SEQ) != 0)
+    o->rows_returned += out->n_rows;
+  return rc;
+}
+
 static int ice_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
   ice_scan *sc = (ice_scan *)base;
   tm_batch_init(out);
+  if (sc->chg) return changes_next(sc, out, err);
   for (;;) {
     tm_batch raw;
     tm_batch_init(&raw);
@@ -572,6 +591,7 @@ static int ice_scan_next(tm_scan *base, tm_batch *out, tm_error *err) {
 static void ice_scan_free(tm_scan *base) {
   ice_scan *sc = (ice_scan *)base;
   tm_iceberg_rows_free(sc->rows);
+  tm_changes_scan_free(sc->chg);
   tm_iceberg_scan_free(sc->plan);
   for (size_t i = 0; i < sc->n_added; i++) tm_iceberg_added_free(sc->added[i]);
   tm_free(sc->added);
@@ -650,7 +670,12 @@ static int ice_scan_open(tm_source *src, const tm_scan_request *req, tm_scan **o
   sc->names = tm_calloc(src->schema.n_cols ? src->schema.n_cols : 1, sizeof *sc->names);
   int rc = sc->names ? TM_OK : tm_error_nomem(err);
   for (size_t i = 0; rc == TM_OK && i < src->schema.n_cols; i++) sc->names[i] = src->schema.cols[i].name;
-  if (rc == TM_OK) rc = req->mode == TM_SCAN_ADDED_BY ? plan_added(sc, req, err) : plan_current(sc, req, err);
+  if (rc == TM_OK && req->mode == TM_SCAN_CHANGES)
+    rc = tm_changes_scan_open(&sc->chg, s->table, req->has_changes_from, req->changes_from,
+                              req->has_as_of ? req->as_of_snapshot : -1, sc->names, src->schema.n_cols,
+                              s->unsupported_action == TM_UNSUPPORTED_STRING, req->batch_rows, err);
+  else if (rc == TM_OK)
+    rc = req->mode == TM_SCAN_ADDED_BY ? plan_added(sc, req, err) : plan_current(sc, req, err);
   if (rc < 0) {
     ice_scan_free(&sc->base);
     return tm_error_prefix(err, "dataset %s", src->name);
