@@ -8,13 +8,13 @@
 # brings it to the new snapshot. The truth is read independently by
 # tests/node/changes-plans.mjs --read-truth (icebird; the spec reader with
 # tests/node/puffin-check.mjs where deletion vectors are live).
-# The refresh mode under test: TM_CHANGES_MODE (default full; `changes` once
-# issue 19's mode exists). Short in `make check` (1 trial, v3 table, 2,000 rows);
+# The refresh mode under test: TM_CHANGES_MODE (default changes; full passes
+# too). Short in `make check` (1 trial, v3 table, 2,000 rows);
 # TM_STRESS=1 runs 100 trials on the v2 table and 100 on the v3 table (200 in
 # all, 20,000 rows; TM_KILL_TRIALS and TM_KILL_ROWS override).
 source "$(dirname "$0")/../integration/lib.sh"
 seed_random changes_kill
-mode=${TM_CHANGES_MODE:-full}
+mode=${TM_CHANGES_MODE:-changes}
 trials=${TM_KILL_TRIALS:-$([[ -n ${TM_STRESS:-} ]] && echo 100 || echo 1)}
 rows=${TM_KILL_ROWS:-$([[ -n ${TM_STRESS:-} ]] && echo 20000 || echo 2000)}
 cd "$T"
