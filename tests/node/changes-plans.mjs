@@ -350,7 +350,7 @@ async function runPlan(p) {
   const models = new Map(); // snapshot id -> rows
   let chain = []; // snapshot ids from the oldest live ancestor to the current
   const batches = []; // [lo, hi) id ranges of appends
-  const stats = { compared: 0, matched: 0, mismatched: 0, truthFailures: 0, refused: 0, ops: {} };
+  const stats = { compared: 0, matched: 0, mismatched: 0, truthFailures: 0, refused: 0, ops: {}, fallbacks: {} };
 
   const writeCsv = (rows) => {
     const f = path.join(dir, `in${csvN++}.csv`);
@@ -442,7 +442,7 @@ async function runPlan(p) {
       desc = `overwrite k = ${k} + ${rows.length} rows`;
     } else if (op === 'upsert') {
       const old = r.sample(model.map((x) => x.id), Math.min(model.length, r.int(1, 6)));
-      const rows = old.map((id) => ({ id, k: r.int(0, 19), v: `u${id}s${step}` })).concat(newRows(r.int(0, 5), step));
+      const rows = old.map((id) => ({ id, k: r.int(0, 19), v: `u${id}s${step}` })).concat(newRows(r.int(old.length ? 0 : 1, 5), step));
       snap = committed(tm(['iceberg', 'upsert', 'wh/t', '--equality', 'id', writeCsv(rows)], dir));
       const ids = new Set(rows.map((x) => x.id));
       model = model.filter((x) => !ids.has(x.id)).concat(rows);
@@ -521,6 +521,8 @@ async function runPlan(p) {
       stats.truthFailures++;
       console.log(`TRUTH-MISMATCH ${label} step ${step} (${desc}): ${truthName} vs the plan's model: ${show(dm)}`);
     }
+    const fb = /fallback (\w+)/.exec(refresh);
+    if (fb) stats.fallbacks[fb[1]] = (stats.fallbacks[fb[1]] || 0) + 1;
     const got = CLI ? accelerationRows(dir) : await serverRows(srv);
     const d = diff(got, truth);
     stats.compared++;
@@ -536,7 +538,7 @@ async function runPlan(p) {
     if (srv) await stopServer(srv);
   }
   const ops = Object.entries(stats.ops).map(([k, v]) => `${k} ${v}`).join(', ');
-  console.log(`plan ${label}: ${SNAPS} steps (${ops}); ${stats.compared} compared, ${stats.matched} equal, ${stats.mismatched} mismatched, ${stats.truthFailures} truth failures${stats.refused ? ', configuration refused' : ''}`);
+  console.log(`plan ${label}: ${SNAPS} steps (${ops}); ${stats.compared} compared, ${stats.matched} equal, ${stats.mismatched} mismatched, ${stats.truthFailures} truth failures${stats.refused ? ', configuration refused' : ''}; fallbacks: ${Object.entries(stats.fallbacks).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
   return stats;
 }
 
