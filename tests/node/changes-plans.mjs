@@ -153,8 +153,19 @@ async function stopServer(srv) {
   if (/AddressSanitizer|runtime error:|LeakSanitizer/.test(log)) throw new Error(`tidemark run: sanitizer report in ${srv.log}`);
   if (code !== 0) throw new Error(`tidemark run exited with ${code}`);
 }
+// The server closes idle keep-alive connections (10 s, docs/HTTP_API.md);
+// fetch may pick such a socket just as it closes: retry on a socket error.
+async function http(url, init) {
+  for (let i = 0; ; i++) {
+    try {
+      return await realFetch(url, init);
+    } catch (e) {
+      if (i >= 3 || !(e.cause && /UND_ERR_SOCKET|ECONNRESET/.test(e.cause.code || ''))) throw e;
+    }
+  }
+}
 async function accelState(srv) {
-  const r = await realFetch(`${srv.base}/v1/datasets/t/acceleration`);
+  const r = await http(`${srv.base}/v1/datasets/t/acceleration`);
   const body = await r.text();
   if (!r.ok) throw new Error(`GET acceleration: ${r.status} ${body}`);
   const st = JSON.parse(body);
@@ -171,7 +182,7 @@ async function serverRefresh(srv) {
     st = await accelState(srv);
   }
   const before = st.last_refresh ? st.last_refresh.started_at : null;
-  const r = await realFetch(`${srv.base}/v1/datasets/t/acceleration/refresh`, { method: 'POST' });
+  const r = await http(`${srv.base}/v1/datasets/t/acceleration/refresh`, { method: 'POST' });
   if (r.status !== 201) throw new Error(`POST refresh: ${r.status} ${await r.text()}`);
   for (let i = 0; i < 4800; i++) {
     await new Promise((res) => setTimeout(res, 25));
@@ -186,7 +197,7 @@ async function serverRefresh(srv) {
   throw new Error('the refresh did not finish within 120 s');
 }
 async function serverRows(srv) {
-  const r = await realFetch(`${srv.base}/v1/sql`, { method: 'POST', body: 'SELECT id, k, v FROM t', headers: { 'Content-Type': 'text/plain', Accept: 'text/csv' } });
+  const r = await http(`${srv.base}/v1/sql`, { method: 'POST', body: 'SELECT id, k, v FROM t', headers: { 'Content-Type': 'text/plain', Accept: 'text/csv' } });
   const body = await r.text();
   if (!r.ok) throw new Error(`POST /v1/sql: ${r.status} ${body}`);
   const lines = body.split('\n').map((l) => l.replace(/\r$/, '')).filter((l) => l.length);
