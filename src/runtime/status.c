@@ -96,9 +96,10 @@ static json_t *last_refresh_json(const tm_accel_info *info) {
   json_t *o = json_object();
   if (!o) return NULL;
   tm_status_set_time(o, "started_at", r->started_ms);
-  json_object_set_new(o, "mode", json_string(r->full ? "full" : "append"));
+  json_object_set_new(o, "mode", json_string(r->full ? "full" : r->how == TM_READ_CHANGES ? "changes" : "append"));
   json_object_set_new(o, "read", json_string(tm_read_kind_name(r->how)));
   json_object_set_new(o, "rows_written", json_integer(r->rows_written));
+  json_object_set_new(o, "rows_deleted", json_integer(r->rows_deleted)); /* changes (E2) */
   json_object_set_new(o, "rows_read", json_integer(r->rows_read));
   json_object_set_new(o, "rows_deduplicated", json_integer(r->rows_deduplicated));
   json_object_set_new(o, "rows_superseded", json_integer(r->rows_superseded));
@@ -106,6 +107,15 @@ static json_t *last_refresh_json(const tm_accel_info *info) {
   const char *fb = tm_fallback_name(r->fallback);
   json_object_set_new(o, "fallback_reason", *fb ? json_string(fb) : json_null());
   json_object_set_new(o, "snapshots", json_integer(r->n_snapshots));
+  json_t *ops = json_object(); /* the snapshots applied, per operation */
+  if (ops) {
+    const struct { const char *op; int n; } k[] = {
+        {"append", r->n_append}, {"overwrite", r->n_overwrite}, {"replace", r->n_replace},
+        {"delete", r->n_delete}, {"other", r->n_other}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+      if (k[i].n) json_object_set_new(ops, k[i].op, json_integer(k[i].n));
+    json_object_set_new(o, "snapshot_operations", ops);
+  }
   json_object_set_new(o, "files_read", json_integer(r->files_read));
   json_object_set_new(o, "files_skipped", json_integer(r->files_skipped));
   json_object_set_new(o, "row_groups_read", json_integer(r->row_groups_read));

@@ -1,6 +1,6 @@
 /*
  * Unit tests for refresh/plan: the refresh plan as a table, one row per rule,
- * each named by its SPEC ID (A2-A6, A9-A11, B1-B12). A row gives what
+ * each named by its SPEC ID (A2-A6, A9-A11, B1-B12, E1, E2, E5). A row gives what
  * differs from the common input and what the plan must say; the runner
  * names the row that fails. The last test checks that every ID the plan
  * implements has a row.
@@ -40,6 +40,8 @@ typedef struct given {
   tm_fallback last_fallback;
   bool new_engine;          /* the rows go to an engine opened for this refresh */
   bool memory;
+  bool changes;             /* refresh_mode: changes (E1-E6) */
+  bool files_expired;       /* a changes read met an expired file (E5) */
 } given;
 
 /* Tri-state expectations: 0 does not matter. */
@@ -55,6 +57,8 @@ typedef struct want {
   int txn_replace;
   const char *steps;        /* one letter per step: A added files, K newest per key, - skipped */
   const char *pred_has, *pred_lacks;
+  int provenance;           /* the read carries provenance (E4) */
+  int64_t changes_from;     /* the changes since this snapshot; 0: does not matter */
 } want;
 
 typedef struct plan_case {
@@ -129,6 +133,43 @@ static const plan_case k_cases[] = {
      {.uuid = "u-2"}, {.kind = TM_READ_BY_TIME, .fallback = TM_FALLBACK_TABLE_REPLACED, .save_uuid = "u-2"}},
     {"B5", "a table without a snapshot: by time, nothing saved",
      {.no_current = true}, {.kind = TM_READ_BY_TIME, .fallback = TM_FALLBACK_TABLE_HAS_NO_SNAPSHOT, .save = -1}},
+    {"E1", "changes: the first refresh reads the current snapshot in full, with provenance",
+     {.changes = true, .unsaved = true},
+     {.kind = TM_READ_FULL, .txn_replace = YES, .save = 2, .provenance = YES, .writes = YES}},
+    {"E1", "changes: a one-off full refresh keeps provenance",
+     {.changes = true, .full = true, .current = 5},
+     {.kind = TM_READ_FULL, .txn_replace = YES, .save = 5, .provenance = YES}},
+    {"E2", "changes: every snapshot since the saved one, whatever its operation, in one transaction",
+     {.changes = true, .current = 5},
+     {.kind = TM_READ_CHANGES, .steps = "CCCC", .save = 5, .changes_from = 1, .txn_replace = NO,
+      .writes = YES, .provenance = YES}},
+    {"E2", "changes: keyed on an arrival engine without time in the key still applies changes",
+     {.changes = true, .engine = TM_ENGINE_DUCKDB, .key = "id", .current = 5},
+     {.kind = TM_READ_CHANGES, .steps = "CCCC", .save = 5, .changes_from = 1}},
+    {"E2", "changes: an unchanged table reads nothing",
+     {.changes = true, .current = 1}, {.kind = TM_READ_NOTHING, .writes = NO, .steps = ""}},
+    {"E5", "changes: a rollback reloads in full (snapshot_not_ancestor)",
+     {.changes = true, .saved = 5, .current = 9},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_SNAPSHOT_NOT_ANCESTOR, .save = 9,
+      .txn_replace = YES, .provenance = YES}},
+    {"E5", "changes: an expired saved snapshot reloads in full (files_expired)",
+     {.changes = true, .saved = 77},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_FILES_EXPIRED, .save = 2, .txn_replace = YES}},
+    {"E5", "changes: a file the changes needed was expired: reload (files_expired)",
+     {.changes = true, .current = 5, .files_expired = true},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_FILES_EXPIRED, .save = 5, .txn_replace = YES}},
+    {"E5", "changes: a replaced table reloads in full (table_replaced)",
+     {.changes = true, .uuid = "u-2"},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_TABLE_REPLACED, .save_uuid = "u-2", .txn_replace = YES}},
+    {"E5", "changes: a table without a snapshot reloads (to nothing), nothing saved",
+     {.changes = true, .no_current = true},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_TABLE_HAS_NO_SNAPSHOT, .save = -1}},
+    {"E5", "changes: a fallback whose reason changed warns",
+     {.changes = true, .saved = 77, .last_fallback = TM_FALLBACK_SNAPSHOT_NOT_ANCESTOR},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_FILES_EXPIRED, .warn = YES}},
+    {"E5", "changes: the same fallback again does not warn",
+     {.changes = true, .saved = 77, .last_fallback = TM_FALLBACK_FILES_EXPIRED},
+     {.kind = TM_READ_FULL, .fallback = TM_FALLBACK_FILES_EXPIRED, .warn = NO}},
     {"B6", "a fallback whose reason changed warns",
      {.uuid = "u-2", .last_fallback = TM_FALLBACK_SNAPSHOT_NOT_ANCESTOR},
      {.fallback = TM_FALLBACK_TABLE_REPLACED, .warn = YES}},
@@ -184,7 +225,7 @@ static void setup(fixture *f, const given *g) {
   acc->enabled = true;
   acc->engine = g->engine;
   acc->mode = g->memory ? TM_ENGINE_MEMORY : TM_ENGINE_FILE;
-  acc->refresh_mode = g->full_mode ? TM_REFRESH_FULL : TM_REFRESH_APPEND;
+  acc->refresh_mode = g->full_mode ? TM_REFRESH_FULL : g->changes ? TM_REFRESH_CHANGES : TM_REFRESH_APPEND;
   acc->has_overlap = g->overlap_ms > 0;
   acc->refresh_append_overlap_ms = g->overlap_ms;
   if (g->key) {
@@ -207,6 +248,7 @@ static void setup(fixture *f, const given *g) {
   in->hwm_state = g->mark == MARK_KNOWN ? TM_HWM_KNOWN : g->mark == MARK_EMPTY ? TM_HWM_EMPTY : TM_HWM_UNKNOWN;
   in->hwm = (tm_instant){HWM_SEC, 0};
   in->last_fallback = g->last_fallback;
+  in->files_expired = g->files_expired;
 }
 
 static void teardown(fixture *f) {
@@ -239,7 +281,7 @@ static void check_case(const plan_case *c) {
   const tm_refresh_plan *p = &f.p;
   const want *w = &c->out;
   /* kind 0 is FULL: a row that does not care about the kind names no fallback either. */
-  if (w->kind != TM_READ_FULL || c->in.full || c->in.full_mode)
+  if (w->kind != TM_READ_FULL || c->in.full || c->in.full_mode || c->in.changes)
     TM_ASSERT_MSG(p->kind == w->kind, "%s (%s): reads %s, not %s", c->id, c->what,
                   tm_read_kind_name(p->kind), tm_read_kind_name(w->kind));
   if (w->fallback != TM_FALLBACK_NONE || w->kind == TM_READ_BY_TIME)
@@ -272,13 +314,24 @@ static void check_case(const plan_case *c) {
     size_t n_read = 0;
     for (size_t i = 0; i < p->n_steps && i + 1 < sizeof got; i++) {
       tm_snapshot_rule r = p->steps[i].rule;
-      got[i] = r == TM_SNAP_SKIP ? '-' : r == TM_SNAP_ADDED_FILES ? 'A' : 'K';
+      got[i] = r == TM_SNAP_SKIP ? '-' : r == TM_SNAP_ADDED_FILES ? 'A' : r == TM_SNAP_CHANGES ? 'C' : 'K';
       n_read += r != TM_SNAP_SKIP;
     }
     TM_ASSERT_MSG(!strcmp(got, w->steps), "%s (%s): steps '%s', not '%s'", c->id, c->what, got, w->steps);
-    TM_ASSERT_MSG(p->n_snapshot_ids == n_read && p->reads == (n_read > 0),
-                  "%s (%s): reads %zu snapshots", c->id, c->what, p->n_snapshot_ids);
+    if (!p->provenance)
+      TM_ASSERT_MSG(p->n_snapshot_ids == n_read && p->reads == (n_read > 0),
+                    "%s (%s): reads %zu snapshots", c->id, c->what, p->n_snapshot_ids);
   }
+  check_tri(c, "provenance", w->provenance, p->provenance);
+  if (p->provenance && p->reads)
+    TM_ASSERT_MSG(p->scan_mode == TM_SCAN_CHANGES && p->has_as_of == p->save_snapshot,
+                  "%s (%s): a changes dataset reads through its changes scan", c->id, c->what);
+  if (w->changes_from)
+    TM_ASSERT_MSG(p->has_changes_from && p->changes_from == w->changes_from,
+                  "%s (%s): changes since %lld", c->id, c->what,
+                  p->has_changes_from ? (long long)p->changes_from : -1LL);
+  if (p->kind == TM_READ_FULL && p->provenance)
+    TM_ASSERT_MSG(!p->has_changes_from, "%s (%s): a full read starts from nothing", c->id, c->what);
   if (w->pred_has || w->pred_lacks) {
     tm_buf b = TM_BUF_INIT(1 << 16);
     TM_ASSERT_OK(tm_predicate_describe(&p->predicate, &b, &err), &err);
@@ -298,7 +351,8 @@ TM_TEST(every_rule_of_the_plan_table) {
 /* Every SPEC ID the plan implements has a row (plan.c's header names them). */
 TM_TEST(every_planned_spec_id_has_a_row) {
   static const char *const ids[] = {"A2", "A3", "A5", "A6", "A10", "A11", "B1", "B2", "B3", "B4",
-                                    "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B12", NULL};
+                                    "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B12", "E1",
+                                    "E2", "E5", NULL};
   for (size_t k = 0; ids[k]; k++) {
     bool found = false;
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
@@ -392,4 +446,32 @@ TM_TEST(ancestry_walk_is_bounded_on_cycles) {
   const tm_snapshot_ref cyc[] = {{1, true, 2, "append", 1}, {2, true, 1, "append", 1}};
   TM_ASSERT(!tm_snapshot_is_ancestor(cyc, 2, 1, 3));
   TM_ASSERT(tm_snapshot_is_ancestor(cyc, 2, 1, 2));
+}
+
+/* E2: refresh_mode changes on a source that is not an Iceberg table is refused, naming it. */
+TM_TEST(E2_changes_needs_a_snapshot_source) {
+  fixture f;
+  tm_error err;
+  given g = {.changes = true, .file_source = true};
+  setup(&f, &g);
+  TM_ASSERT(tm_refresh_plan_make(&f.in, &f.p, &err) == TM_EINVALID);
+  TM_ASSERT(strstr(err.message, "needs an Iceberg table") != NULL);
+  teardown(&f);
+}
+
+/* E2: the explanation names the changes read and its provenance. */
+TM_TEST(E2_explain_names_the_changes) {
+  fixture f;
+  tm_error err;
+  given g = {.changes = true, .current = 4};
+  setup(&f, &g);
+  TM_ASSERT_OK(tm_refresh_plan_make(&f.in, &f.p, &err), &err);
+  tm_buf b = TM_BUF_INIT(1 << 16);
+  TM_ASSERT_OK(tm_refresh_plan_describe(&f.p, &b, &err), &err);
+  const char *text = tm_buf_cstr(&b);
+  TM_ASSERT(strstr(text, "read: changes") != NULL);
+  TM_ASSERT(strstr(text, "changes since snapshot: 1") != NULL);
+  TM_ASSERT(strstr(text, "snapshot: 3 replace: its changes (E2)") != NULL);
+  tm_buf_dispose(&b);
+  teardown(&f);
 }

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# refresh_mode: changes (issue 19; SPEC E1-E6), in a running server. A v2
+# table authored with `tidemark iceberg` goes through appends (with a
+# duplicate row), position and equality deletes, an overwrite re-adding a
+# key, a copy-on-write delete of whole files, a compaction, a refresh that
+# applies four snapshots at once, a rollback (E5: snapshot_not_ancestor) and
+# an expire of the saved snapshot (E5: files_expired); a v3 table gets
+# deletion vectors. After every refresh each changes acceleration (cayenne,
+# duckdb file, arrow in memory, keyed cayenne) equals the table as a
+# multiset: a full refresh of it (the reader with deletes applied), and at
+# chosen steps icebird's rows (an independent reader). The status document,
+# the log and the metrics count rows inserted and deleted and the fallbacks.
+# Then the real tables with deletes of ../shared/testdata/iceberg, metadata
+# version by version, equal a full refresh of the same version.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/runtime_lib.sh"
+cd "$T"
+command -v jq >/dev/null || fail "jq is needed"
+
+config() { # TABLE
+  cat > tm.yaml <<YAML
+datasets:
+  - {from: "iceberg:file://$1", name: cay, acceleration: {refresh_mode: changes, refresh_check_interval: 1h}}
+  - {from: "iceberg:file://$1", name: duck, acceleration: {engine: duckdb, mode: file, refresh_mode: changes, refresh_check_interval: 1h}}
+  - {from: "iceberg:file://$1", name: arr, acceleration: {engine: arrow, refresh_mode: changes, refresh_check_interval: 1h}}
+  - {from: "iceberg:file://$1", name: keyed, acceleration: {refresh_mode: changes, primary_key: id, refresh_check_interval: 1h}}
+  - {from: "iceberg:file://$1", name: whole, acceleration: {refresh_mode: full, refresh_check_interval: 1h}}
+YAML
+}
+doc() { api GET "/v1/datasets/$1/acceleration"; jq -c .last_refresh <<<"$BODY"; }
+refresh() { # DATASET: triggers a refresh and waits for its outcome
+  local before; before=$(doc "$1")
+  api POST "/v1/datasets/$1/acceleration/refresh"
+  assert_eq "$STATUS" 201 "trigger $1: $BODY"
+  local i
+  for i in $(seq 300); do [[ $(doc "$1") != "$before" ]] && return 0; sleep 0.05; done
+  fail "the refresh of $1 did not finish"
+}
+refresh_all() { # DATASET...: triggers their refreshes at once, then waits for each
+  local ds i before=()
+  for ds in "$@"; do before+=("$(doc "$ds")"); done
+  for ds in "$@"; do
+    api POST "/v1/datasets/$ds/acceleration/refresh"
+    assert_eq "$STATUS" 201 "trigger $ds: $BODY"
+  done
+  i=0
+  for ds in "$@"; do
+    local k
+    for k in $(seq 400); do [[ $(doc "$ds") != "${before[$i]}" ]] && break; sleep 0.05; done
+    [[ $(doc "$ds") != "${before[$i]}" ]] || fail "the refresh of $ds did not finish"
+    i=$((i + 1))
+  done
+}
+# Rows of one relation not matched in the other, both ways, as a multiset.
+differ() { sql_value "SELECT (SELECT count(*) FROM (SELECT * FROM $1 EXCEPT ALL SELECT * FROM $2)) + (SELECT count(*) FROM (SELECT * FROM $2 EXCEPT ALL SELECT * FROM $1)) AS n"; }
+
+# step WANT_READ WHAT: refreshes every dataset and compares (E3); WANT_READ
+# is what the cayenne dataset's refresh did: "changes +I -D", "full", ...
+step() {
+  local want=$1 what=$2 ds
+  refresh_all cay duck arr keyed whole
+  local d; d=$(doc cay)
+  local got; got=$(jq -r '"\(.read) +\(.rows_written) -\(.rows_deleted)\(if .fallback_reason then " " + .fallback_reason else "" end)"' <<<"$d")
+  [[ $got == $want* ]] || fail "$what: cay refreshed [$got], want [$want]"
+  for ds in cay duck arr; do
+    assert_eq "$(differ $ds whole)" 0 "$what: $ds equals the table (E3)"
+  done
+  assert_eq "$(differ keyed "(SELECT DISTINCT * FROM whole)")" 0 "$what: keyed equals the table (E3, E6)"
+}
+icebird_check() { # TABLE WHAT
+  sql "SELECT * FROM cay"
+  jq -c . <<<"$BODY" > ours.json
+  node "$TM_SOURCE_DIR/tests/node/icebird-read.mjs" "$1" > icebird.jsonl || fail "icebird: $2"
+  node "$TM_SOURCE_DIR/tests/node/compare-rows.mjs" ours.json icebird.jsonl >/dev/null ||
+    fail "$2: the acceleration and icebird disagree"
+}
+
+tm iceberg create wh/v2 --schema "$ICE_SCHEMA" >/dev/null
+ice_append wh/v2 "1,2026-01-01T00:00:00Z,a" "2,2026-01-01T00:00:01Z,b" "3,2026-01-01T00:00:02Z,c"
+config wh/v2
+start_server tm.yaml
+wait_until 60 is_ready || fail "not ready"
+assert_eq "$(jq -r .read <<<"$(doc cay)")" "full" "E1: the first refresh reads in full"
+assert_eq "$(differ cay whole)" 0 "E1: the first load equals the table"
+sql "SELECT * FROM cay LIMIT 1"
+assert_eq "$(jq -r '.[0] | keys | join(",")' <<<"$BODY")" "id,ts,v" "the provenance columns are hidden"
+ice_append wh/v2 "4,2026-01-01T00:00:03Z,d" "4,2026-01-01T00:00:03Z,d" "5,2026-01-01T00:00:04Z,e"
+step "changes +3 -0" "append with a duplicate row"
+tm iceberg delete wh/v2 --where "id = 2" >/dev/null
+step "changes +0 -1" "position delete"
+tm iceberg delete wh/v2 --where "v = 'd'" --equality v >/dev/null
+step "changes +0 -2" "equality delete (both duplicates)"
+icebird_check wh/v2 "after deletes"
+ice_append wh/v2 "6,2026-01-01T00:00:05Z,f"
+printf 'id,ts,v\n5,2026-01-01T00:00:09Z,E\n' > over.csv
+tm iceberg overwrite wh/v2 --where "id = 5" over.csv >/dev/null
+step "changes +2 -1" "append, then an overwrite re-adding key 5 (E6)"
+assert_eq "$(sql_value "SELECT count(*) || max(v) AS n FROM keyed WHERE id = 5")" "1E" "E6: key 5 is one row"
+tm iceberg delete wh/v2 --where "id = 6" --copy-on-write >/dev/null
+step "changes" "copy-on-write delete (whole files)"
+tm iceberg compact wh/v2 >/dev/null
+step "changes" "compaction"
+assert_eq "$(jq -c .snapshot_operations <<<"$(doc cay)")" '{"replace":1}' "per operation"
+ice_append wh/v2 "7,2026-01-01T00:00:06Z,g" "8,2026-01-01T00:00:07Z,h"
+tm iceberg delete wh/v2 --where "id = 1" >/dev/null
+tm iceberg delete wh/v2 --where "v = 'g'" --equality v >/dev/null
+ice_append wh/v2 "9,2026-01-01T00:00:08Z,i"
+step "changes +2 -1" "four snapshots at once (7 is added and deleted in between: never read), deletes after the compaction"
+assert_eq "$(jq -c .snapshot_operations <<<"$(doc cay)")" '{"append":2,"delete":2}' "per operation"
+icebird_check wh/v2 "after four snapshots"
+step "nothing +0 -0" "no new snapshot"
+# E5: a rollback leaves the saved snapshot off the current chain.
+old=$(tm iceberg history wh/v2 --format csv | tr -d '\r' | awk -F, 'NR == 3 {print $1}')
+tm iceberg rollback wh/v2 --to "$old" >/dev/null
+step "full" "rollback"
+assert_eq "$(jq -r .fallback_reason <<<"$(doc cay)")" "snapshot_not_ancestor" "rollback: reason"
+ice_append wh/v2 "10,2026-01-01T00:00:10Z,j"
+step "changes +1 -0" "changes resume after the fallback"
+# E5: the saved snapshot expired.
+ice_append wh/v2 "11,2026-01-01T00:00:11Z,k"
+sleep 1
+tm iceberg expire wh/v2 --older-than "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
+step "full" "expired saved snapshot"
+assert_eq "$(jq -r .fallback_reason <<<"$(doc cay)")" "files_expired" "expire: reason"
+icebird_check wh/v2 "after the expire"
+scrape=$(metrics)
+for reason in snapshot_not_ancestor files_expired; do
+  assert_contains "$scrape" "dataset_acceleration_refresh_fallbacks{dataset=\"cay\",reason=\"$reason\"} 1"
+  grep -q "\[cay\] .*reloads the table in full instead of applying its snapshots: $reason (SPEC E5)" "$SERVER_LOG" ||
+    fail "no warning naming $reason"
+done
+deleted=$(sed -n 's/^dataset_acceleration_refresh_rows_deleted{dataset="cay"} //p' <<<"$scrape")
+[[ $deleted -ge 5 ]] || fail "rows_deleted counts the deleted rows: [$deleted]"
+assert_contains "$scrape" 'dataset_acceleration_refresh_snapshots{dataset="cay",operation="replace"} 1'
+grep -q '\[cay\] refresh finished: +0 -1 rows via changes (1: delete 1)' "$SERVER_LOG" || fail "log line"
+stop_server
+
+# v3: deletion vectors (the second delete merges into a new vector).
+tm iceberg create wh/v3 --schema "$ICE_SCHEMA" --format-version 3 >/dev/null
+ice_append wh/v3 "1,2026-01-01T00:00:00Z,a" "2,2026-01-01T00:00:01Z,b" "3,2026-01-01T00:00:02Z,c" "4,2026-01-01T00:00:03Z,d"
+rm -rf .tidemark
+config wh/v3
+start_server tm.yaml
+wait_until 60 is_ready || fail "not ready (v3)"
+tm iceberg delete wh/v3 --where "id = 2" >/dev/null
+step "changes +0 -1" "deletion vector"
+tm iceberg delete wh/v3 --where "id = 4" >/dev/null
+step "changes +0 -1" "deletion vector replaced by a merged one"
+stop_server
+
+# Config: changes needs an Iceberg source and a DuckDB engine.
+printf 'datasets:\n  - {from: "file:data", name: f, time_column: ts, acceleration: {refresh_mode: changes}}\n' > bad.yaml
+tm config check -c bad.yaml >out 2>&1 && fail "changes on a file source was accepted"
+assert_contains "$(cat out)" "needs an iceberg: source"
+printf 'datasets:\n  - {from: "iceberg:file://wh/v3", name: s, acceleration: {engine: sqlite, refresh_mode: changes}}\n' > bad.yaml
+tm config check -c bad.yaml >out 2>&1 && fail "changes on sqlite was accepted"
+assert_contains "$(cat out)" "not available on engine sqlite"
+
+# The real tables with deletes, metadata version by version (version-hint.text
+# names each metadata file in turn, as the writer produced them): the changes
+# acceleration equals a full refresh of the same version.
+real=(iceberg_v2_delete_both_eq_and_pos equality_deletes_mytable_partitioned
+      iceberg_spark_compaction_with_dangling_delete iceberg_v3_deletion_vectors deletion_vectors)
+require_shared "$TESTDATA/iceberg"
+rm -rf .tidemark
+echo "datasets:" > tm.yaml
+for t in "${real[@]}"; do
+  cp -r "$TESTDATA/iceberg/$t" "r_$t"
+  node "$TM_SOURCE_DIR/tests/node/iceberg-history.mjs" "$TESTDATA/iceberg" "$t" > "r_$t.history"
+  [[ $(wc -l < "r_$t.history") -gt 1 ]] || fail "$t: fewer than two versions"
+  basename "$(head -1 "r_$t.history" | cut -d, -f1)" > "r_$t/metadata/version-hint.text"
+  cat >> tm.yaml <<YAML
+  - {from: "iceberg:file://r_$t", name: c_$t, acceleration: {refresh_mode: changes, refresh_check_interval: 1h}}
+  - {from: "iceberg:file://r_$t", name: f_$t, acceleration: {refresh_mode: full, refresh_check_interval: 1h}}
+YAML
+done
+start_server tm.yaml
+wait_until 60 is_ready || fail "not ready (real tables)"
+for t in "${real[@]}"; do
+  n=0
+  while IFS=, read -r meta op rows; do
+    if [[ $n -gt 0 ]]; then
+      basename "$meta" > "r_$t/metadata/version-hint.text"
+      refresh_all "c_$t" "f_$t"
+      assert_eq "$(jq -r .read <<<"$(doc "c_$t")")" "changes" "$t $meta ($op): applied as changes"
+    fi
+    assert_eq "$(differ "c_$t" "f_$t")" 0 "$t $meta ($op): changes equals full (E3)"
+    [[ $rows == '?' ]] || assert_eq "$(sql_value "SELECT count(*) AS n FROM c_$t")" "$rows" "$t $meta: rows"
+    n=$((n + 1))
+  done < "r_$t.history"
+done
+stop_server
+echo ok
