@@ -34,7 +34,8 @@ static const tm_cli_opt k_opts[] = {
     {"where", 0, "FILTER", "overwrite, delete: rows to remove, e.g. \"id < 10 AND region = 'eu'\""},
     {"position", 0, NULL,
      "delete: write position delete files (the default; deletion vectors on v3 tables)"},
-    {"equality", 0, "COLS", "delete: write equality delete files on these columns"},
+    {"equality", 0, "COLS",
+     "delete: write equality delete files on these columns; upsert: the key columns"},
     {"copy-on-write", 0, NULL, "delete: rewrite the data files instead of adding delete files"},
     {"to", 0, "SNAPSHOT", "rollback: the ancestor snapshot to make current"},
     {"older-than", 0, "AGE|TIME", "expire: a duration (7d) or an RFC 3339 time"},
@@ -190,8 +191,17 @@ static int cmd_write(const tm_cli_args *a, const char *sub, const char *table) {
   const char *const *files = (const char *const *)a->positional + 2;
   size_t n_files = a->n_positional - 2;
   bool is_append = strcmp(sub, "append") == 0, is_over = strcmp(sub, "overwrite") == 0;
-  if (is_append && n_files == 0) return tm_cli_usage_error(g_cmd, "append needs FILE...");
-  if (!is_append && !is_over && n_files > 0) {
+  bool is_upsert = strcmp(sub, "upsert") == 0;
+  if ((is_append || is_upsert) && n_files == 0) {
+    return tm_cli_usage_error(g_cmd, "%s needs FILE...", sub);
+  }
+  if (is_upsert && !opt(a, "equality")) {
+    return tm_cli_usage_error(g_cmd, "upsert needs --equality COLS (the key columns)");
+  }
+  if (is_upsert && opt(a, "where")) {
+    return tm_cli_usage_error(g_cmd, "upsert takes no --where: the new rows' keys say what goes");
+  }
+  if (!is_append && !is_over && !is_upsert && n_files > 0) {
     return tm_cli_usage_error(g_cmd, "%s takes no FILE arguments", sub);
   }
   const char *where = opt(a, "where");
@@ -215,7 +225,7 @@ static int cmd_write(const tm_cli_args *a, const char *sub, const char *table) {
       rc = tm_iceberg_append_files(t, files, n_files, &oo, &res, &err);
     } else if (is_over) {
       rc = tm_iceberg_overwrite(t, &pred, files, n_files, &oo, &res, &err);
-    } else if (strcmp(sub, "delete") == 0) {
+    } else if (strcmp(sub, "delete") == 0 || is_upsert) {
       tm_iceberg_delete_mode mode = TM_ICEBERG_DELETE_POSITION;
       const char *eq = opt(a, "equality");
       if (tm_cli_flag(g_cmd, a, "copy-on-write")) mode = TM_ICEBERG_DELETE_COPY_ON_WRITE;
@@ -236,7 +246,13 @@ static int cmd_write(const tm_cli_args *a, const char *sub, const char *table) {
           while (e > eq_cols[i] && e[-1] == ' ') *--e = '\0';
         }
       }
-      rc = tm_iceberg_delete_where(t, &pred, mode, eq_cols, n_eq, &oo, &res, &err);
+      if (!eq_text && eq) {
+        rc = tm_error_nomem(&err);
+      } else if (is_upsert) {
+        rc = tm_iceberg_upsert_files(t, files, n_files, eq_cols, n_eq, &oo, &res, &err);
+      } else {
+        rc = tm_iceberg_delete_where(t, &pred, mode, eq_cols, n_eq, &oo, &res, &err);
+      }
     } else {
       rc = tm_iceberg_compact(t, &oo, &res, &err);
     }
@@ -541,14 +557,15 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   g_cmd = cmd;
   if (args->n_positional < 2) return tm_cli_usage_error(cmd, "expected a subcommand and a TABLE");
   const char *sub = args->positional[0], *table = args->positional[1];
-  bool files_allowed = strcmp(sub, "append") == 0 || strcmp(sub, "overwrite") == 0;
+  bool files_allowed = strcmp(sub, "append") == 0 || strcmp(sub, "overwrite") == 0 ||
+                       strcmp(sub, "upsert") == 0;
   if (!files_allowed && args->n_positional > 2) {
     return tm_cli_usage_error(cmd, "%s takes one TABLE", sub);
   }
   if (strcmp(sub, "create") == 0) return cmd_create(args, table, false);
   if (strcmp(sub, "replace-table") == 0) return cmd_create(args, table, true);
   if (strcmp(sub, "append") == 0 || strcmp(sub, "overwrite") == 0 ||
-      strcmp(sub, "delete") == 0 || strcmp(sub, "compact") == 0)
+      strcmp(sub, "upsert") == 0 || strcmp(sub, "delete") == 0 || strcmp(sub, "compact") == 0)
     return cmd_write(args, sub, table);
   if (strcmp(sub, "rollback") == 0) return cmd_rollback(args, table);
   if (strcmp(sub, "expire") == 0) return cmd_expire(args, table);
@@ -561,7 +578,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
 const tm_cli_cmd tm_cli_cmd_iceberg = {
     "iceberg",
     "author and inspect Iceberg tables in a file-system warehouse",
-    "tidemark iceberg <create|append|overwrite|delete|compact|replace-table|rollback|expire|"
+    "tidemark iceberg <create|append|overwrite|upsert|delete|compact|replace-table|rollback|expire|"
     "history|files|cat> TABLE [FILE...] [options]",
     "Authors and inspects Apache Iceberg (format v2 and v3) tables in a file-system warehouse.\n"
     "TABLE is the table's folder (it holds metadata/ and data/). history, files and cat also\n"
@@ -571,6 +588,8 @@ const tm_cli_cmd tm_cli_cmd_iceberg = {
     "         [--format-version 2|3]\n"
     "  append TABLE FILE...                     Parquet or CSV files, one append snapshot\n"
     "  overwrite TABLE --where FILTER FILE...   remove matching rows, add files\n"
+    "  upsert TABLE --equality COLS FILE...     add the files' rows and an equality delete\n"
+    "                                           of their keys, in one overwrite snapshot\n"
     "  delete TABLE --where FILTER [--position | --equality COLS | --copy-on-write]\n"
     "                                           (v3: --position writes deletion vectors)\n"
     "  compact TABLE                            rewrite into fewer files (replace snapshot)\n"

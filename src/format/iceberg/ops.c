@@ -555,6 +555,31 @@ done:
   return rc;
 }
 
+/*
+ * Resolves equality delete columns by name: their field ids into *ids, room
+ * for their batch indexes into *idx, and the delete file's columns into
+ * del_schema.
+ */
+static int eq_resolve(const tm_iceberg_schema *schema, const char *const *cols, size_t n,
+                      int32_t **ids, size_t **idx, tm_schema *del_schema, tm_error *err) {
+  if (n == 0) return tm_error_set(err, TM_EINVALID, "equality deletes need columns");
+  *ids = tm_calloc(n, sizeof **ids);
+  *idx = tm_calloc(n, sizeof **idx);
+  if (!*ids || !*idx) return tm_error_nomem(err);
+  for (size_t i = 0; i < n; i++) {
+    const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, cols[i]);
+    if (!f || !tm_iceberg_type_is_primitive(f->type)) {
+      return tm_error_set(err, TM_EINVALID, "equality column %s is not a column of the table",
+                          cols[i]);
+    }
+    (*ids)[i] = f->id;
+    tm_type ty;
+    TM_TRY(tm_iceberg_type_to_tm(f->type, &ty, err));
+    TM_TRY(tm_schema_add(del_schema, f->name, ty, !f->required, f->id, err));
+  }
+  return TM_OK;
+}
+
 int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
                             tm_iceberg_delete_mode mode, const char *const *eq_columns,
                             size_t n_eq_columns, const tm_iceberg_op_options *opts,
@@ -584,28 +609,7 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
   dv_list dl = {NULL, 0};
   uint8_t *kept = NULL;
   if (equality) {
-    if (n_eq_columns == 0) {
-      rc = tm_error_set(err, TM_EINVALID, "equality deletes need columns");
-      goto done;
-    }
-    eq_ids = tm_calloc(n_eq_columns, sizeof *eq_ids);
-    eq_idx = tm_calloc(n_eq_columns, sizeof *eq_idx);
-    if (!eq_ids || !eq_idx) {
-      rc = tm_error_nomem(err);
-      goto done;
-    }
-    for (size_t i = 0; i < n_eq_columns; i++) {
-      const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, eq_columns[i]);
-      if (!f || !tm_iceberg_type_is_primitive(f->type)) {
-        rc = tm_error_set(err, TM_EINVALID, "equality column %s is not a column of the table",
-                          eq_columns[i]);
-        goto done;
-      }
-      eq_ids[i] = f->id;
-      tm_type ty;
-      TM_CHECK(tm_iceberg_type_to_tm(f->type, &ty, err));
-      TM_CHECK(tm_schema_add(&gs.schema, f->name, ty, !f->required, f->id, err));
-    }
+    TM_CHECK(eq_resolve(schema, eq_columns, n_eq_columns, &eq_ids, &eq_idx, &gs.schema, err));
   } else {
     TM_CHECK(tm_schema_add(&gs.schema, "file_path", tm_type_of(TM_TYPE_UTF8), false, -1, err));
     TM_CHECK(tm_schema_add(&gs.schema, "pos", tm_type_of(TM_TYPE_INT64), false, -1, err));
@@ -732,6 +736,92 @@ done:
   tm_schema_dispose(&gs.schema);
   tm_iceberg_commit_free(c);
   tm_iceberg_scan_free(scan);
+  return rc;
+}
+
+/* ---- upsert ------------------------------------------------------------------------ */
+
+int tm_iceberg_upsert_files(tm_iceberg_table *t, const char *const *paths, size_t n_paths,
+                            const char *const *eq_columns, size_t n_eq_columns,
+                            const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                            tm_error *err) {
+  tm_iceberg_op_result local;
+  if (!res) res = &local;
+  result_init(res);
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  const tm_iceberg_schema *schema = tm_iceberg_metadata_current_schema(m);
+  if (m->format_version < 2) {
+    return tm_error_set(err, TM_EUNSUPPORTED, "upsert writes equality deletes: a format v2 table");
+  }
+  tm_iceberg_data_writer *w = NULL;
+  tm_iceberg_commit *c = NULL;
+  delete_groups gs;
+  memset(&gs, 0, sizeof gs);
+  tm_map_init(&gs.by_key);
+  tm_schema_init(&gs.schema);
+  int32_t *eq_ids = NULL;
+  size_t *eq_idx = NULL;
+  int rc;
+  TM_CHECK(eq_resolve(schema, eq_columns, n_eq_columns, &eq_ids, &eq_idx, &gs.schema, err));
+  /* A key's older row must be in the partition its new row goes to: the
+   * delete file of a partition applies only to that partition's files. */
+  const tm_iceberg_spec *spec = tm_iceberg_metadata_spec(m, m->default_spec_id);
+  for (size_t i = 0; spec && i < spec->n_fields; i++) {
+    bool keyed = false;
+    for (size_t k = 0; k < n_eq_columns; k++) keyed = keyed || eq_ids[k] == spec->fields[i].source_id;
+    if (!keyed) {
+      const tm_iceberg_field *f = tm_iceberg_schema_find_id(schema, spec->fields[i].source_id);
+      rc = tm_error_set(err, TM_EINVALID,
+                        "upsert: partition source column %s must be one of the --equality columns",
+                        f ? f->name : spec->fields[i].name);
+      goto done;
+    }
+  }
+  TM_CHECK(data_writer(t, opts, &w, err));
+  for (size_t i = 0; i < n_paths; i++) TM_CHECK(write_input(t, w, paths[i], err));
+  TM_CHECK(tm_iceberg_data_writer_finish(w, err));
+  const tm_iceberg_data_file *files;
+  size_t n_files = tm_iceberg_data_writer_files(w, &files);
+  if (n_files == 0) goto done;
+  /* The key values of the rows written, per written file's partition. */
+  for (size_t fi = 0; fi < n_files; fi++) {
+    const tm_iceberg_data_file *one = &files[fi];
+    tm_iceberg_rows *r = NULL;
+    delete_group *g = NULL;
+    TM_CHECK(group_for(&gs, one, &g, err));
+    TM_CHECK(tm_iceberg_rows_open_files(&r, t, schema, &one, 1, NULL, err));
+    tm_batch b;
+    tm_batch_init(&b);
+    while ((rc = tm_iceberg_rows_next(r, &b, err)) == TM_OK) {
+      for (size_t k = 0; rc == TM_OK && k < n_eq_columns; k++) {
+        int ix = tm_schema_find(&b.schema, gs.schema.cols[k].name);
+        if (ix < 0) {
+          rc = TM_CORRUPT(err, "%s: column %s missing on reading back", one->path,
+                          gs.schema.cols[k].name);
+          break;
+        }
+        tm_colview cv = tm_batch_col(&b, (size_t)ix);
+        rc = tm_colbuilder_append_range(tm_batch_builder_col(&g->rows, k), &cv, 0, b.n_rows, err);
+      }
+      if (rc == TM_OK) g->n += b.n_rows;
+      tm_batch_release(&b);
+    }
+    tm_iceberg_rows_free(r);
+    if (rc != TM_ITEROVER) goto done;
+    rc = TM_OK;
+  }
+  TM_CHECK(tm_iceberg_commit_begin(&c, t, "overwrite", err));
+  TM_CHECK(add_written(c, w, res, err));
+  TM_CHECK(write_groups(t, &gs, TM_ICEBERG_CONTENT_EQUALITY_DELETES, eq_ids, n_eq_columns, c,
+                        res, err));
+  TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
+done:
+  tm_free(eq_ids);
+  tm_free(eq_idx);
+  tm_map_dispose(&gs.by_key, group_free);
+  tm_schema_dispose(&gs.schema);
+  tm_iceberg_commit_free(c);
+  tm_iceberg_data_writer_free(w);
   return rc;
 }
 

@@ -221,6 +221,22 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
                             size_t n_eq_columns, const tm_iceberg_op_options *opts,
                             tm_iceberg_op_result *res, tm_error *err) TM_WARN_UNUSED;
 /**
+ * A Flink-style upsert in one "overwrite" snapshot: the rows of the given
+ * Parquet/CSV files are added as data files, and an equality delete file
+ * (per partition written) on eq_columns holds the key values of those rows.
+ * The delete file has the snapshot's data sequence number, so it removes
+ * older rows with those keys and never the rows added with it (Iceberg
+ * spec: an equality delete applies to data files with a lower data
+ * sequence number). On a partitioned table every partition source column
+ * must be a key column (a key's older row is then in the same partition),
+ * as Flink requires; otherwise TM_EINVALID naming the column. Needs format
+ * v2 or later. No snapshot when the files hold no rows.
+ */
+int tm_iceberg_upsert_files(tm_iceberg_table *t, const char *const *paths, size_t n_paths,
+                            const char *const *eq_columns, size_t n_eq_columns,
+                            const tm_iceberg_op_options *opts, tm_iceberg_op_result *res,
+                            tm_error *err) TM_WARN_UNUSED;
+/**
  * One "replace" snapshot rewriting the live rows (deletes applied) into as
  * few data files as the target size allows, per partition of the default
  * spec, and dropping every delete file: the same rows, fewer files. No
