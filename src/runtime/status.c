@@ -90,13 +90,16 @@ static void high_water_mark(tm_engine *e, const tm_dataset_def *def, const tm_ac
   }
 }
 
-static json_t *last_refresh_json(const tm_accel_info *info) {
+/* mode: full when the refresh replaced every row (a full refresh, or a fallback of append or
+ * changes), else the dataset's own refresh_mode (a changes refresh that found nothing new is
+ * still a changes refresh). */
+static json_t *last_refresh_json(const tm_accel_info *info, tm_refresh_mode mode) {
   if (!info->has_result) return json_null();
   const tm_refresh_result *r = &info->last;
   json_t *o = json_object();
   if (!o) return NULL;
   tm_status_set_time(o, "started_at", r->started_ms);
-  json_object_set_new(o, "mode", json_string(r->full ? "full" : r->how == TM_READ_CHANGES ? "changes" : "append"));
+  json_object_set_new(o, "mode", json_string(r->full ? "full" : tm_refresh_mode_name(mode)));
   json_object_set_new(o, "read", json_string(tm_read_kind_name(r->how)));
   json_object_set_new(o, "rows_written", json_integer(r->rows_written));
   json_object_set_new(o, "rows_deleted", json_integer(r->rows_deleted)); /* changes (E2) */
@@ -170,7 +173,7 @@ json_t *tm_status_json(tm_accel *a, const tm_dataset_def *def, const char *statu
    * the state map; null when the dataset never fell back. */
   json_object_set_new(o, "last_fallback_reason",
                       info.last_fallback[0] ? json_string(info.last_fallback) : json_null());
-  json_object_set_new(o, "last_refresh", last_refresh_json(&info));
+  json_object_set_new(o, "last_refresh", last_refresh_json(&info, def->acceleration.refresh_mode));
   if (info.last_error[0]) {
     json_t *le = json_object();
     json_object_set_new(le, "message", tm_json_text(info.last_error));

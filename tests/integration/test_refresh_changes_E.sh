@@ -98,6 +98,7 @@ step "changes +2 -1" "four snapshots at once (7 is added and deleted in between:
 assert_eq "$(jq -c .snapshot_operations <<<"$(doc cay)")" '{"append":2,"delete":2}' "per operation"
 icebird_check wh/v2 "after four snapshots"
 step "nothing +0 -0" "no new snapshot"
+assert_eq "$(jq -r .mode <<<"$(doc cay)")" "changes" "a changes refresh that found nothing is still mode changes"
 # E5: a rollback leaves the saved snapshot off the current chain.
 old=$(tm iceberg history wh/v2 --format csv | tr -d '\r' | awk -F, 'NR == 3 {print $1}')
 tm iceberg rollback wh/v2 --to "$old" >/dev/null
