@@ -761,6 +761,42 @@ static int file_filter(tm_iceberg_rows *r, file_state *fs, bool ids, tm_error *e
   return TM_OK;
 }
 
+/*
+ * Appends to merged (unsorted) the positions of data file f (match key `key`)
+ * that the position delete files and deletion vectors among deletes name;
+ * equality delete files are skipped. Position delete files are read once per
+ * reader (pos_cache), Puffin footers once (puffin_cache).
+ */
+static int task_positions(tm_iceberg_rows *r, const tm_iceberg_data_file *f, const char *key,
+                          const tm_iceberg_data_file *const *deletes, size_t n_deletes,
+                          posvec *merged, tm_error *err) {
+  for (size_t i = 0; i < n_deletes; i++) {
+    const tm_iceberg_data_file *d = deletes[i];
+    if (tm_iceberg_is_deletion_vector(d)) {
+      TM_TRY(load_dv(r, d, f, merged, err));
+    } else if (d->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+      pos_file *pfc = tm_map_gets(&r->pos_cache, d->path);
+      if (!pfc) {
+        TM_TRY(load_pos(r, d, &pfc, err));
+        int rc = tm_map_puts(&r->pos_cache, d->path, pfc, NULL, err);
+        if (rc < 0) {
+          pos_file_free(pfc);
+          return rc;
+        }
+      }
+      posvec *v = tm_map_gets(&pfc->by_key, key);
+      if (v && v->n) {
+        int64_t *nv = tm_reallocarray(merged->v, merged->n + v->n, sizeof *nv);
+        if (!nv) return tm_error_nomem(err);
+        memcpy(nv + merged->n, v->v, v->n * sizeof *nv);
+        merged->v = nv;
+        merged->n += v->n;
+      }
+    }
+  }
+  return TM_OK;
+}
+
 static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_error *err) {
   file_state *fs = tm_calloc(1, sizeof *fs);
   if (!fs) return tm_error_nomem(err);
@@ -820,40 +856,15 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
       goto done;
     }
     posvec merged = {NULL, 0, 0};
+    rc = task_positions(r, f, tk->key, tk->deletes, tk->n_deletes, &merged, err);
+    if (rc < 0) {
+      tm_free(merged.v);
+      goto done;
+    }
     for (size_t i = 0; i < tk->n_deletes; i++) {
       const tm_iceberg_data_file *d = tk->deletes[i];
-      if (tm_iceberg_is_deletion_vector(d)) {
-        rc = load_dv(r, d, f, &merged, err);
-        if (rc < 0) {
-          tm_free(merged.v);
-          goto done;
-        }
-      } else if (d->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
-        pos_file *pfc = tm_map_gets(&r->pos_cache, d->path);
-        if (!pfc) {
-          rc = load_pos(r, d, &pfc, err);
-          if (rc < 0) {
-            tm_free(merged.v);
-            goto done;
-          }
-          rc = tm_map_puts(&r->pos_cache, d->path, pfc, NULL, err);
-          if (rc < 0) {
-            pos_file_free(pfc);
-            goto done;
-          }
-        }
-        posvec *v = tm_map_gets(&pfc->by_key, tk->key);
-        if (v && v->n) {
-          int64_t *nv = tm_reallocarray(merged.v, merged.n + v->n, sizeof *nv);
-          if (!nv) {
-            tm_free(merged.v);
-            rc = tm_error_nomem(err);
-            goto done;
-          }
-          memcpy(nv + merged.n, v->v, v->n * sizeof *nv);
-          merged.v = nv;
-          merged.n += v->n;
-        }
+      if (tm_iceberg_is_deletion_vector(d) || d->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+        continue; /* in merged */
       } else {
         eq_set *s = tm_map_gets(&r->eq_cache, d->path);
         if (!s) {
@@ -1250,6 +1261,44 @@ done:
 }
 
 const tm_schema *tm_iceberg_rows_schema(const tm_iceberg_rows *r) { return &r->out_schema; }
+
+int tm_iceberg_task_positions(const tm_iceberg_table *t, const tm_iceberg_scan_task *tk,
+                              int64_t **out, size_t *n_out, tm_iceberg_read_stats *stats,
+                              tm_error *err) {
+  *out = NULL;
+  *n_out = 0;
+  tm_iceberg_rows r;
+  memset(&r, 0, sizeof r);
+  r.t = t;
+  r.m = tm_iceberg_table_metadata(t);
+  tm_map_init(&r.pos_cache);
+  tm_map_init(&r.eq_cache);
+  tm_map_init(&r.puffin_cache);
+  posvec merged = {NULL, 0, 0};
+  int rc = task_positions(&r, tk->file, tk->key, tk->deletes, tk->n_deletes, &merged, err);
+  if (rc == TM_OK && merged.n) {
+    qsort(merged.v, merged.n, sizeof *merged.v, cmp_i64);
+    size_t w = 1; /* a position named twice (two delete files) is one deleted row */
+    for (size_t i = 1; i < merged.n; i++)
+      if (merged.v[i] != merged.v[w - 1]) merged.v[w++] = merged.v[i];
+    merged.n = w;
+  }
+  tm_map_dispose(&r.pos_cache, pos_file_free);
+  tm_map_dispose(&r.puffin_cache, puffin_free);
+  tm_map_dispose(&r.eq_cache, eq_set_free);
+  if (stats) {
+    stats->delete_files_read += r.stats.delete_files_read;
+    stats->bytes_read += r.stats.bytes_read;
+  }
+  if (rc < 0) {
+    tm_free(merged.v);
+    if (err && !strstr(err->message, tk->file->path)) tm_error_prefix(err, "%s", tk->file->path);
+    return rc;
+  }
+  *out = merged.v;
+  *n_out = merged.n;
+  return TM_OK;
+}
 
 void tm_iceberg_rows_stats(const tm_iceberg_rows *r, tm_iceberg_read_stats *out) {
   *out = r->stats;

@@ -95,6 +95,17 @@ const tm_schema *tm_iceberg_rows_schema(const tm_iceberg_rows *r);
  */
 int tm_iceberg_rows_next(tm_iceberg_rows *r, tm_batch *out, tm_error *err) TM_WARN_UNUSED;
 void tm_iceberg_rows_stats(const tm_iceberg_rows *r, tm_iceberg_read_stats *out);
+
+/**
+ * The row positions of task's data file that its position delete files and
+ * deletion vector delete, sorted and without duplicates, read from the delete
+ * files alone (the data file is not opened); its equality delete files are
+ * not consulted. Caller owns *out (tm_free; NULL when none). stats (may be
+ * NULL) is added the delete files and bytes read. Errors name the file.
+ */
+int tm_iceberg_task_positions(const tm_iceberg_table *t, const tm_iceberg_scan_task *task,
+                              int64_t **out, size_t *n_out, tm_iceberg_read_stats *stats,
+                              tm_error *err) TM_WARN_UNUSED;
 void tm_iceberg_rows_free(tm_iceberg_rows *r);
 
 /**

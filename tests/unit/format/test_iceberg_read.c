@@ -509,3 +509,70 @@ TM_TEST(iceberg_nested_column_changed_between_schemas_is_refused) {
   TM_ASSERT_INT_EQ(n, 1);
   tm_iceberg_table_free(t);
 }
+
+/*
+ * SPEC E4: the positions a task's position delete files and deletion vectors
+ * delete, read from the delete files alone (tm_iceberg_task_positions, what a
+ * changes refresh diffs), are exactly the positions the reader leaves out of
+ * the data file: live positions and deleted ones split [0, record_count).
+ */
+TM_TEST(E4_task_positions_are_the_rows_the_reader_deletes) {
+  static const char *const tables[] = {
+      "deletion_vectors", "iceberg_v3_deletion_vectors", "iceberg_v2_delete_positional",
+      "iceberg_v2_partitioned_position_deletes", "iceberg_v2_positional_delete_all_rows",
+      "iceberg_v2_positional_not_all_data_files_have_delete_files", "dangling_deletes"};
+  int64_t tasks_with_positions = 0;
+  for (size_t ti = 0; ti < sizeof tables / sizeof *tables; ti++) {
+    tm_iceberg_table *t = open_table(tables[ti]);
+    tm_error err;
+    tm_iceberg_scan *sc = NULL;
+    TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+    for (size_t k = 0; k < sc->n_tasks; k++) {
+      const tm_iceberg_scan_task *task = &sc->tasks[k];
+      bool eq = false;
+      for (size_t i = 0; i < task->n_deletes; i++)
+        eq |= task->deletes[i]->content == TM_ICEBERG_CONTENT_EQUALITY_DELETES;
+      if (eq) continue;
+      int64_t *pos = NULL;
+      size_t n_pos = 0;
+      TM_ASSERT_OK(tm_iceberg_task_positions(t, task, &pos, &n_pos, NULL, &err), &err);
+      for (size_t i = 1; i < n_pos; i++) TM_ASSERT(pos[i - 1] < pos[i]); /* sorted, distinct */
+      tasks_with_positions += n_pos > 0;
+      /* The live positions, from the reader over this one task. */
+      tm_iceberg_scan one = *sc;
+      one.tasks = (tm_iceberg_scan_task *)task;
+      one.n_tasks = 1;
+      tm_iceberg_read_options ro = TM_ICEBERG_READ_OPTIONS_INIT;
+      ro.with_positions = true;
+      tm_iceberg_rows *r = NULL;
+      TM_ASSERT_OK(tm_iceberg_rows_open(&r, t, &one, &ro, &err), &err);
+      tm_batch b;
+      tm_batch_init(&b);
+      int rc;
+      int64_t next = 0, live = 0;
+      size_t d = 0;
+      while ((rc = tm_iceberg_rows_next(r, &b, &err)) == TM_OK) {
+        tm_colview c = tm_batch_col(&b, b.schema.n_cols - 1);
+        for (int64_t i = 0; i < b.n_rows; i++, live++) {
+          int64_t p = tm_colview_int(&c, i);
+          while (d < n_pos && pos[d] < p) { /* every position skipped was deleted */
+            TM_ASSERT_INT_EQ(pos[d], next);
+            d++, next++;
+          }
+          TM_ASSERT_INT_EQ(p, next);
+          TM_ASSERT(d == n_pos || pos[d] != p);
+          next++;
+        }
+        tm_batch_release(&b);
+      }
+      TM_ASSERT_RC(rc, TM_ITEROVER);
+      while (d < n_pos && pos[d] < task->file->record_count) TM_ASSERT_INT_EQ(pos[d++], next++);
+      TM_ASSERT_INT_EQ(next, task->file->record_count);
+      tm_iceberg_rows_free(r);
+      tm_free(pos);
+    }
+    tm_iceberg_scan_free(sc);
+    tm_iceberg_table_free(t);
+  }
+  TM_ASSERT(tasks_with_positions >= 5);
+}
