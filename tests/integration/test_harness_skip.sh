@@ -12,7 +12,9 @@ code() { local rc=0; "$@" >"$T/out" 2>&1 || rc=$?; echo "$rc"; }
 # C harness: skipped without the data, a failure when it is required, a pass with it.
 assert_eq "$(code env TM_REQUIRE_SHARED= TM_TESTDATA="$T/none" "$unit")" 77 "unit test without testdata"
 assert_contains "$(cat "$T/out")" "SKIP iceberg_" "a skipped case is named"
-assert_contains "$(cat "$T/out")" "6 skipped" "the summary counts the skips"
+n_skip=$(grep -c '^  SKIP ' "$T/out" || true)
+[[ $n_skip -ge 1 ]] || fail "no case was skipped"
+assert_contains "$(cat "$T/out")" "$n_skip skipped" "the summary counts the skips"
 assert_eq "$(code env TM_REQUIRE_SHARED=1 TM_TESTDATA="$T/none" "$unit")" 1 "unit test, testdata required"
 assert_contains "$(cat "$T/out")" "TM_REQUIRE_SHARED is set" "the failure says why"
 require_shared "$TESTDATA/iceberg"
