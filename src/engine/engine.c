@@ -449,14 +449,16 @@ const char *tm_engine_dataset(const tm_engine *e) { return e->cfg.dataset; }
 const tm_schema *tm_engine_schema(const tm_engine *e) { return &e->schema; }
 
 bool tm_engine_schema_matches(const tm_engine *e, const tm_schema *s) {
-  if (tm_schema_equal(&e->schema, s)) return true;
-  if (e->vt->traits.kind != TM_ENGINE_SQLITE || e->schema.n_cols != s->n_cols) return false;
+  if (!e->vt->traits.nested_as_json) return tm_schema_equal(&e->schema, s);
+  /* A nested source column is stored as JSON text; where the engine tells JSON columns from
+   * text ones (json_cols), a text source column on a JSON one (or the reverse) is a change. */
+  if (e->schema.n_cols != s->n_cols) return false;
   for (size_t i = 0; i < s->n_cols; i++) {
     const tm_column *a = &e->schema.cols[i], *b = &s->cols[i];
+    bool nested = tm_type_is_nested(&b->type);
     if (strcmp(a->name, b->name) != 0 || a->nullable != b->nullable) return false;
-    if (!tm_type_equal(&a->type, &b->type) &&
-        !(tm_type_is_nested(&b->type) && a->type.id == TM_TYPE_UTF8))
-      return false;
+    if (nested ? a->type.id != TM_TYPE_UTF8 : !tm_type_equal(&a->type, &b->type)) return false;
+    if (e->json_cols && e->json_cols[i] != nested) return false;
   }
   return true;
 }

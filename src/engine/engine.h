@@ -164,6 +164,8 @@ typedef struct tm_engine_traits {
   bool shares_duck_dir;        /* its files live in a folder the tm_db must allow */
   const char *path_param;      /* its own params key naming the file, or NULL */
   const char *file_suffix;     /* appended to the default file name: "" or ".duckdb" */
+  bool nested_as_json;         /* keeps nested columns (LIST, STRUCT, MAP) as JSON text: utf8 in
+                                  its schema (tm_engine_txn_write converts the batches) */
 } tm_engine_traits;
 
 /** The traits kind's backend declares; NULL for an unknown kind. */

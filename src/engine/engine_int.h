@@ -52,6 +52,8 @@ struct tm_engine {
   tm_schema schema;       /* owned */
   tm_engine_config cfg;   /* owned */
   int txn_open;           /* atomic: the writer slot (the open write transaction) */
+  const bool *json_cols;  /* traits.nested_as_json backends that tell JSON columns from text
+                             ones (postgres: jsonb): borrowed, one per column; else NULL */
 };
 
 struct tm_engine_txn {

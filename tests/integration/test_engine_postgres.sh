@@ -14,7 +14,7 @@ source "$(dirname "$0")/runtime_lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 pg_start
 cd "$T"
-mkdir -p data typed keyed_drop keyed_up
+mkdir -p data typed keyed_drop keyed_up nested
 PARAMS=$(pg_params)
 
 cat > tm.yaml <<YAML
@@ -34,6 +34,15 @@ $PARAMS
 $PARAMS
   - from: file:typed
     name: typed_src
+  - from: file:nested
+    name: nested
+    acceleration:
+      engine: postgres
+      refresh_mode: full
+      primary_key: id
+$PARAMS
+  - from: file:nested
+    name: nested_src
   - from: file:keyed_drop
     name: kd
     acceleration:
@@ -76,6 +85,12 @@ write_parquet typed/t.parquet "SELECT i AS id,
   make_timestamp_ns(1700000000000000000 + i * 123456789) AS ts_ns,
   i % 3 = 0 AS b
   FROM range(300) t(i)"
+write_parquet nested/n.parquet "SELECT i AS id,
+  CASE WHEN i % 7 = 0 THEN NULL WHEN i % 7 = 1 THEN [] ELSE [i, NULL, i * 2] END AS lst,
+  CASE WHEN i % 5 = 0 THEN NULL ELSE {'name': 'n' || i, 'score': i / 3.0, 'tags': ['a', 'b'], 'inner': {'z': i, 'a': NULL}} END AS st,
+  CASE WHEN i % 6 = 0 THEN NULL ELSE MAP {'k' || i: [i], 'x': []} END AS m,
+  [{'p': i, 'q': 'q' || i}] AS los
+  FROM range(40) t(i)"
 # kd: one load whose key 1..100 repeats (first arrival wins: v = 'first').
 write_parquet keyed_drop/a.parquet "SELECT i % 100 AS id, CASE WHEN i < 100 THEN 'first' ELSE 'later' END AS v FROM range(300) t(i)"
 # ku: key 0..99 loaded, then updated by a later load (last arrival wins).
@@ -108,6 +123,53 @@ done
 assert_eq "$(tm_sql tm.yaml "SELECT count(*) FILTER (WHERE same) FROM ($q)")" "9" "pushed-down comparisons differ from the source"
 TIDEMARK_LOG=debug tm sql -c tm.yaml --format csv "SELECT count(*) FROM typed WHERE id > 250" >/dev/null 2>pushed.log
 grep -q 'postgres scan: DECLARE .* FROM "typed" WHERE "id" > \$1' pushed.log || { cat pushed.log >&2; fail "the predicate was not pushed to PostgreSQL"; }
+
+note "${SECONDS}s: nested columns as jsonb"
+# ---- nested columns: jsonb in PostgreSQL, the same JSON as the source's values ----
+assert_eq "$(pg_psql -c "SELECT string_agg(attname || ':' || format_type(atttypid, atttypmod), ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'nested'::regclass AND attnum > 0 AND NOT attisdropped")" \
+  "id:bigint,lst:jsonb,st:jsonb,m:jsonb,los:jsonb"
+# PostgreSQL reads them as JSON: its operators work on the stored values.
+assert_eq "$(pg_psql -c "SELECT jsonb_typeof(lst), st->>'name', st->'inner'->>'z', m->'k3'->>0, los->0->>'q' FROM nested WHERE id = 3")" "array|n3|3|3|q3"
+assert_eq "$(pg_psql -c "SELECT count(*) FILTER (WHERE lst IS NULL), count(*) FILTER (WHERE lst = '[]'), count(*) FILTER (WHERE st IS NULL) FROM nested")" "6|6|8"
+# Every value equals the source's (read by DuckDB from the file) as JSON; jsonb orders object keys.
+tm sql -c tm.yaml --format jsonl "SELECT id, lst, st, m, los FROM nested ORDER BY id" >nested_pg.jsonl
+tm sql -c tm.yaml --format jsonl "SELECT id, to_json(lst)::VARCHAR AS lst, to_json(st)::VARCHAR AS st, to_json(m)::VARCHAR AS m, to_json(los)::VARCHAR AS los FROM nested_src ORDER BY id" >nested_src.jsonl
+python3 - nested_pg.jsonl nested_src.jsonl <<'PY' || fail "nested values read back from PostgreSQL differ from the source"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 40, (len(a), len(b))
+def val(x):
+    return None if x is None else json.loads(x)
+bad = [(r, s) for r, s in zip(a, b) if any(val(r[k]) != val(s[k]) for k in ("lst", "st", "m", "los")) or r["id"] != s["id"]]
+assert not bad, bad[:2]
+assert sum(1 for r in a if r["st"] is not None) == 32
+PY
+# A filter on a jsonb column is evaluated by tidemark (not pushed), on the JSON text.
+assert_eq "$(tm_sql tm.yaml "SELECT count(*) FROM nested WHERE st IS NOT NULL AND json_extract_string(st, '$.name') = 'n12'")" "1"
+# The same source read as JSON text (unsupported_type_action: string) has the same columns for
+# tidemark but not for PostgreSQL: the table is replaced by one with text columns.
+cat > tm_text.yaml <<YAML
+datasets:
+  - from: file:nested
+    name: nested
+    unsupported_type_action: string
+    acceleration:
+      engine: postgres
+      refresh_mode: full
+      primary_key: id
+$PARAMS
+YAML
+tm_refresh -c tm_text.yaml nested >/dev/null
+assert_eq "$(pg_psql -c "SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'nested'::regclass AND attnum > 0 AND NOT attisdropped")" \
+  "bigint,text,text,text,text"
+assert_eq "$(tm_sql tm_text.yaml "SELECT count(*), count(*) FILTER (WHERE json_extract_string(st, '$.name') = 'n12') FROM nested")" "40,1"
+TIDEMARK_LOG=info tm_refresh -c tm.yaml nested >/dev/null
+grep -q "the source's schema changed" "$T/refresh.err" || fail "back to jsonb: no rebuild was logged"
+assert_eq "$(pg_psql -c "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'nested'::regclass AND attname = 'st'")" "jsonb"
+# Reopened, the stored jsonb columns match the nested source: no rebuild.
+TIDEMARK_LOG=info tm_refresh -c tm.yaml nested >/dev/null
+if grep -q "the source's schema changed" "$T/refresh.err"; then fail "a nested source on jsonb columns was rebuilt"; fi
 
 note "${SECONDS}s: A8"
 # ---- A8----

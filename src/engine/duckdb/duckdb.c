@@ -992,18 +992,18 @@ static int open_arrow(tm_engine **out, const tm_schema *s, const tm_engine_optio
 DUCK_VTABLE(k_cayenne,
             ((tm_engine_traits){TM_ENGINE_CAYENNE, 1u << TM_ENGINE_FILE, TM_ENGINE_FILE,
                                 TM_ENGINE_RULE_NEWEST_BY_TIME, true, true, true,
-                                "cayenne_file_path", ""}),
+                                "cayenne_file_path", "", false}),
             open_cayenne, drop_cayenne);
 /* duckdb: either mode, <name>.duckdb in the data folder, arrival order. */
 DUCK_VTABLE(k_duckdb,
             ((tm_engine_traits){TM_ENGINE_DUCKDB, (1u << TM_ENGINE_FILE) | (1u << TM_ENGINE_MEMORY),
                                 TM_ENGINE_MEMORY, TM_ENGINE_RULE_ARRIVAL, true, false, true,
-                                "duckdb_file", ".duckdb"}),
+                                "duckdb_file", ".duckdb", false}),
             open_duckdb, drop_duckdb);
 /* arrow: memory only, arrival order. */
 DUCK_VTABLE(k_arrow,
             ((tm_engine_traits){TM_ENGINE_ARROW, 1u << TM_ENGINE_MEMORY, TM_ENGINE_MEMORY,
-                                TM_ENGINE_RULE_ARRIVAL, true, false, true, NULL, ""}),
+                                TM_ENGINE_RULE_ARRIVAL, true, false, true, NULL, "", false}),
             open_arrow, drop_arrow);
 
 static int open_cayenne(tm_engine **out, const tm_schema *s, const tm_engine_options *o, tm_error *err) {

@@ -23,6 +23,7 @@
  *   time64(ns)              bigint (nanoseconds since midnight: time has microseconds)
  *   timestamp(s|ms|us)      timestamp; with a zone timestamptz
  *   timestamp(ns)           bigint (nanoseconds since the epoch: PostgreSQL has microseconds)
+ *   list, struct, map       jsonb (JSON text in the engine's schema, postgres.c "nested")
  *
  * A value PostgreSQL cannot hold (a date or timestamp past its range) fails
  * the load with PostgreSQL's error, naming nothing stored.

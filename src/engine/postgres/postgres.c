@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "engine/postgres/pg_int.h"
+#include "format/arrow/render.h"
 #include "util/alloc.h"
 #include "util/log.h"
 
@@ -65,6 +66,8 @@ typedef struct pg_engine {
   char hash[17];          /* 16 hex digits of a hash of the dataset name (index names) */
   char *provider;         /* owned: the tm_scan relation name */
   bool pending;           /* a replacement (B9): the first commit swaps the new table in */
+  bool *jsonb;            /* owned, one per column: stored as jsonb (a nested source column,
+                             JSON text in tidemark); base.json_cols borrows it */
   pthread_mutex_t mu;     /* guards the pool and shares */
   pthread_cond_t cv;      /* a pooled connection came back */
   PGconn **pool;          /* idle read connections */
@@ -348,7 +351,8 @@ static int create_table(pg_engine *e, PGconn *c, const char *name_q, const char 
   int rc = tm_buf_printf(&sql, err, "CREATE %sTABLE %s (", temp_stage ? "TEMP " : "", name_q);
   for (size_t i = 0; rc == TM_OK && i < s->n_cols; i++) {
     char decl[64];
-    tm_pg_type_decl(&s->cols[i].type, decl, sizeof decl);
+    if (e->jsonb[i]) snprintf(decl, sizeof decl, "jsonb");
+    else tm_pg_type_decl(&s->cols[i].type, decl, sizeof decl);
     if (i) rc = tm_buf_puts(&sql, ", ", err);
     if (rc == TM_OK) rc = quote(&sql, s->cols[i].name, err);
     if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " %s", decl);
@@ -441,6 +445,7 @@ static void pg_free(pg_engine *e) {
   tm_free(e->table_q);
   tm_free(e->new_q);
   tm_free(e->provider);
+  tm_free(e->jsonb);
   if (e->base.vt) tm_engine__dispose_base(&e->base);
   tm_free(e);
 }
@@ -461,14 +466,54 @@ static bool same_columns(const tm_schema *a, const tm_schema *b) {
   return true;
 }
 
+/*
+ * Nested columns (LIST, STRUCT, MAP) are JSON text in the engine's schema, as
+ * in the sqlite engine (tm_engine_txn_write converts the batches), and jsonb
+ * columns in PostgreSQL. *out (owned by the caller): one flag per column of s.
+ */
+static int nested_flags(const tm_schema *s, bool **out, tm_error *err) {
+  bool *f = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *f);
+  if (!f) return tm_error_nomem(err);
+  for (size_t i = 0; i < s->n_cols; i++) f[i] = tm_type_is_nested(&s->cols[i].type);
+  *out = f;
+  return TM_OK;
+}
+
+/* The columns of s that are jsonb in the stored table (its catalog, not the config: the truth). */
+static int stored_jsonb(pg_engine *e, PGconn *c, const tm_schema *s, bool **out, tm_error *err) {
+  PGresult *r = NULL;
+  const char *vals[1] = {e->table_q};
+  TM_TRY(query_text(e, c,
+                    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND "
+                    "attnum > 0 AND NOT attisdropped AND atttypid = 'jsonb'::regtype",
+                    1, vals, false, &r, "cannot read the table's columns", err));
+  bool *f = tm_calloc(s->n_cols ? s->n_cols : 1, sizeof *f);
+  for (int i = 0; f && i < PQntuples(r); i++) {
+    int col = tm_schema_find(s, PQgetvalue(r, i, 0));
+    if (col >= 0) f[col] = true;
+  }
+  PQclear(r);
+  if (!f) return tm_error_nomem(err);
+  *out = f;
+  return TM_OK;
+}
+
+static bool same_flags(const bool *a, const bool *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 static int register_provider(pg_engine *e, tm_error *err);
 
 static int pg_open(tm_engine **out, const tm_schema *schema, const tm_engine_options *opts,
                    tm_error *err) {
   int rc = TM_OK;
-  tm_schema stored;
+  tm_schema stored, as_json;
   tm_schema_init(&stored);
+  tm_schema_init(&as_json);
   PGresult *meta = NULL;
+  bool *want_jsonb = NULL, *have_jsonb = NULL;
   tm_buf fp = TM_BUF_INIT(1 << 20);
   TM_TRY(tm_engine_pg_params_check(opts->params, err));
   pg_engine *e = tm_calloc(1, sizeof *e);
@@ -476,6 +521,12 @@ static int pg_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);
   tm_kv_init(&e->params);
+  if (schema) {
+    TM_CHECK(nested_flags(schema, &want_jsonb, err));
+    TM_CHECK(tm_schema_copy(&as_json, schema, err));
+    tm_schema_nested_as_json(&as_json);
+    schema = &as_json;
+  }
   TM_CHECK(tm_kv_copy(&e->params, opts->params, err));
   const char *pool = tm_kv_get(&e->params, "connection_pool_size");
   e->pool_max = pool ? (int)num(pool) : POOL_DEFAULT;
@@ -550,10 +601,21 @@ static int pg_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   if (exists) {
     const char *text = PQgetvalue(meta, 0, 0);
     TM_CHECK(tm_engine__schema_decode(&stored, text, strlen(text), err));
-    if (schema && (opts->replace || !same_columns(schema, &stored))) e->pending = true;
+    TM_CHECK(stored_jsonb(e, c, &stored, &have_jsonb, err));
+    if (schema && (opts->replace || !same_columns(schema, &stored) ||
+                   !same_flags(want_jsonb, have_jsonb, stored.n_cols)))
+      e->pending = true;
+  }
+  if (exists && !e->pending) {
+    e->jsonb = have_jsonb;
+    have_jsonb = NULL;
+  } else {
+    e->jsonb = want_jsonb;
+    want_jsonb = NULL;
   }
   TM_CHECK(tm_engine__init_base(&e->base, &k_vtable, exists && !e->pending ? &stored : schema,
                                 opts, err));
+  e->base.json_cols = e->jsonb;
   if (exists && !e->pending) {
     TM_CHECK(tm_engine__options_fingerprint(&e->base, &fp, err));
     if (strcmp(tm_buf_cstr(&fp), PQgetvalue(meta, 0, 1)) != 0) e->pending = true;
@@ -592,6 +654,9 @@ done:
   PQclear(meta);
   tm_buf_dispose(&fp);
   tm_schema_dispose(&stored);
+  tm_schema_dispose(&as_json);
+  tm_free(want_jsonb);
+  tm_free(have_jsonb);
   if (e) {
     rollback_quiet(e->wconn);
     pg_free(e);
@@ -875,9 +940,11 @@ static int pg_write(tm_engine_txn *tb, const tm_batch *b, tm_error *err) {
                         e->base.schema.cols[c].name);
         break;
       }
-      uint32_t len = (uint32_t)pv.len;
-      char lb[4] = {(char)(len >> 24), (char)(len >> 16), (char)(len >> 8), (char)len};
-      rc = tm_buf_append(&t->copy, lb, 4, err);
+      /* jsonb's binary form is a version byte (1) and the JSON text. */
+      bool jsonb = e->jsonb[c] && pv.len >= 0;
+      uint32_t len = (uint32_t)pv.len + (jsonb ? 1u : 0u);
+      char lb[5] = {(char)(len >> 24), (char)(len >> 16), (char)(len >> 8), (char)len, 1};
+      rc = tm_buf_append(&t->copy, lb, jsonb ? 5 : 4, err);
       if (rc == TM_OK && pv.len > 0) rc = tm_buf_append(&t->copy, pv.p, (size_t)pv.len, err);
     }
     if (rc == TM_OK && t->copy.len >= COPY_FLUSH_BYTES) rc = copy_send(e, t, err);
@@ -1225,6 +1292,16 @@ static int add_term(tm_buf *sql, const tm_pred_term *term, pg_params *pp, tm_err
 }
 
 /*
+ * Whether PostgreSQL evaluates term as tidemark does: not on floats (NaN
+ * order) nor on jsonb columns (JSON text in tidemark, jsonb values there).
+ */
+static bool pushable(const pg_engine *e, const tm_pred_term *term) {
+  int col = tm_schema_find(&e->base.schema, term->column);
+  if (col >= 0 && e->jsonb[col]) return false;
+  return tm_pg_order_exact(&term->type);
+}
+
+/*
  * A scan on conn (NULL: a pooled connection in a read transaction of its
  * own): a cursor over SELECT <columns> FROM table WHERE <pushed terms>.
  */
@@ -1267,7 +1344,7 @@ static int scan_open(tm_engine *base, PGconn *conn, const size_t *cols, size_t n
   }
   for (size_t i = 0; i < n_terms; i++) {
     const tm_pred_term *term = &pred->terms[i];
-    if (tm_pg_order_exact(&term->type)) continue;
+    if (pushable(e, term)) continue;
     TM_CHECK(add_scan_col(sc, s, (size_t)tm_schema_find(s, term->column), err));
     TM_CHECK(tm_predicate_add_term(&sc->residual, term, err));
   }
@@ -1277,13 +1354,14 @@ static int scan_open(tm_engine *base, PGconn *conn, const size_t *cols, size_t n
   for (size_t i = 0; i < sc->n_cols; i++) {
     if (i) TM_CHECK(tm_buf_puts(&sql, ", ", err));
     TM_CHECK(quote(&sql, s->cols[sc->cols[i]].name, err));
+    if (e->jsonb[sc->cols[i]]) TM_CHECK(tm_buf_puts(&sql, "::text", err));
   }
   if (sc->n_cols == 0) TM_CHECK(tm_buf_puts(&sql, "1", err));
   TM_CHECK(tm_buf_printf(&sql, err, " FROM %s", e->table_q));
   bool first = true;
   for (size_t i = 0; i < n_terms; i++) {
     const tm_pred_term *term = &pred->terms[i];
-    if (!tm_pg_order_exact(&term->type)) continue;
+    if (!pushable(e, term)) continue;
     TM_CHECK(tm_buf_puts(&sql, first ? " WHERE " : " AND ", err));
     first = false;
     TM_CHECK(add_term(&sql, term, &pp, err));
@@ -1594,7 +1672,7 @@ static const tm_engine_vtable k_vtable = {
     /* postgres: file mode only (the rows outlive the process), no file of its own,
      * arrival order. */
     {TM_ENGINE_POSTGRES, 1u << TM_ENGINE_FILE, TM_ENGINE_FILE, TM_ENGINE_RULE_ARRIVAL, false,
-     false, false, NULL, ""},
+     false, false, NULL, "", true},
     pg_open,
     pg_drop,
     pg_close,

@@ -1588,7 +1588,7 @@ static const tm_engine_vtable k_vtable = {
     TM_ENGINE_VTABLE_VERSION,
     /* sqlite: either mode, one database file it opens itself, arrival order. */
     {TM_ENGINE_SQLITE, (1u << TM_ENGINE_MEMORY) | (1u << TM_ENGINE_FILE), TM_ENGINE_MEMORY,
-     TM_ENGINE_RULE_ARRIVAL, false, false, false, "sqlite_file", ""},
+     TM_ENGINE_RULE_ARRIVAL, false, false, false, "sqlite_file", "", true},
     sq_open,
     sq_drop,
     sq_close,
