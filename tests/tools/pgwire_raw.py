@@ -128,7 +128,22 @@ if check == "suspend":
     ids = [int(b[6:]) for t, b in got if t == b"D"]
     if ids != [1, 2, 3, 4, 5]:
         fail("suspend: rows %r" % ids)
-    print("suspend: 2 rows, PortalSuspended, 2 rows, PortalSuspended, 1 row, SELECT 5")
+    # Another statement while a portal is suspended (it holds the connection's session): it runs
+    # in a session of the pool, which goes back to the pool afterwards.
+    s.sendall(msg(b"P", b"\0SELECT id FROM events WHERE id <= $1 ORDER BY id\0" + struct.pack("!h", 0))
+              + msg(b"B", b"\0\0" + struct.pack("!hh", 0, 1) + struct.pack("!i", 1) + b"3" + struct.pack("!h", 0))
+              + msg(b"E", b"\0" + struct.pack("!I", 2))
+              + msg(b"P", b"s2\0SELECT 42 AS x\0" + struct.pack("!h", 0))
+              + msg(b"B", b"p2\0s2\0" + struct.pack("!hhh", 0, 0, 0))
+              + msg(b"E", b"p2\0" + struct.pack("!I", 0))
+              + msg(b"E", b"\0" + struct.pack("!I", 0)) + msg(b"S"))
+    got = until_ready(s)
+    kinds = b"".join(t for t, _ in got).decode()
+    if kinds != "12DDs12DCDCZ":
+        fail("suspend with another statement: messages %s" % kinds)
+    query_ok(s)
+    print("suspend: 2 rows, PortalSuspended, 2 rows, PortalSuspended, 1 row, SELECT 5; "
+          "another statement while suspended")
 elif check == "skip":
     s = ready()
     s.sendall(msg(b"P", b"\0SELEC 1\0" + struct.pack("!h", 0))

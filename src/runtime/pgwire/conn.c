@@ -176,7 +176,7 @@ static int session_take(conn_state *s, tm_sql_session **out, tm_error *err) {
 static void session_put(conn_state *s, tm_sql_session *ss) {
   if (!ss) return;
   if (ss == s->own) s->own_busy = false;
-  else session_put(s, ss);
+  else tm_rt__session_put(s->rt, ss);
 }
 
 /* ---- startup and authentication -------------------------------------------------------------- */
