@@ -5,7 +5,11 @@
 # the same pgbench script against a real PostgreSQL 15 (a temporary cluster
 # started here as an unprivileged user, the same rows, a primary key on id).
 # A second script, `SELECT :id::BIGINT` (no table), measures the protocol,
-# the gate and DuckDB's per-statement cost without a scan.
+# the gate and DuckDB's per-statement cost without a scan. The peer on the
+# same rows is DuckDB alone (bench_duck_lookup: 16 threads of its C API on the
+# acceleration's database file, no protocol): the ceiling of tidemark's one SQL
+# engine on this machine. The dataset has `indexes: {id: unique}` (what a user
+# serving point lookups configures: an ART index), as PostgreSQL has its key.
 # Target (issue 20): at least 5,000 lookups/s in each mode on a 2-core machine.
 # BENCH_PG_ROWS (default 1000000) changes the size; the Parquet file is the
 # one bench/runtime.sh generates for that size.
@@ -82,7 +86,7 @@ datasets:
     name: events
     time_column: ts
     acceleration: {engine: cayenne, mode: file, refresh_mode: full, primary_key: id,
-                   refresh_check_interval: 1h, refresh_on_startup: auto}
+                   refresh_check_interval: 1h, refresh_on_startup: auto, indexes: {id: unique}}
 YAML
 (cd "$work" && "$bin" refresh -c tidemark.yaml >/dev/null 2>&1)
 TIDEMARK_LOG=info "$bin" run -c "$work/tidemark.yaml" --http 127.0.0.1:0 --metrics off \
@@ -106,6 +110,15 @@ run_modes tidemark 127.0.0.1 "$port" lookup >"$work/results"
 run_modes tidemark-noscan 127.0.0.1 "$port" noscan >>"$work/results"
 cpu_pid=
 kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=
+# The peer on the same rows: DuckDB alone (its C API in process, no protocol, no tidemark) on the
+# acceleration's own database file and index (the cayenne engine keeps the rows in table "rows").
+# 16 threads as the 16 clients, and 2 (one per CPU), whichever is faster.
+duck_qps=0 duck_threads=
+for t in 16 2; do
+  read -r _ _ q _ < <("$bindir/bench_duck_lookup" --db "$work/.tidemark/data/events/data.duckdb" \
+    --table rows --max-id $((rows - 1)) --threads $t --seconds "$secs")
+  if (( ${q:-0} > duck_qps )); then duck_qps=$q duck_threads=$t; fi
+done
 
 if [[ -n $pgbin && -x $pgbin/initdb ]]; then
   pgdata=$work/pg
@@ -125,6 +138,7 @@ else
   echo "(no PostgreSQL server binaries: the peer column is left empty; scripts/install-deps installs postgresql)"
 fi
 
+echo "duckdb-alone simple $duck_qps - 0" >>"$work/results"
 awk '
   { tps[$1 "," $2] = $3; lat[$1 "," $2] = $4; fail[$1 "," $2] = $5 }
   function cell(k) { return (k in tps) ? sprintf("%9.0f", tps[k]) : sprintf("%9s", "-") }
@@ -140,6 +154,9 @@ awk '
       printf "%-10s %13s %9s %10s %9s %9s %10s%s\n", m[i], "", cell("tidemark," m[i]), cell("postgres," m[i]), "",
         cell("tidemark-noscan," m[i]), cell("postgres-noscan," m[i]), ok ? "" : "  (lookup target missed)"
     }
-    printf "\ntarget: >= 5000 lookups/s in each mode: %d of 3 met\n", 3 - miss
+    d = tps["duckdb-alone,simple"] + 0
+    printf "\nDuckDB alone (C API in process, '"$duck_threads"' threads, the same file and index): %.0f lookups/s;", d
+    printf " tidemark over the wire (simple) is %.2f of it\n", (d > 0 ? tps["tidemark,simple"] / d : 0)
+    printf "target: >= 5000 lookups/s in each mode: %d of 3 met\n", 3 - miss
     exit miss > 0
   }' "$work/results"

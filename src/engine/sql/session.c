@@ -394,6 +394,7 @@ static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t
  * kept across commits kept reading the state it was bound on.
  */
 #define CACHE_SHAPES 64
+#define CACHE_PREPARED 16  /* DuckDB prepared statements kept per session, by text */
 #define CACHE_SQL_MAX 4096 /* longer texts are not remembered */
 
 typedef struct gate_names {
@@ -414,6 +415,21 @@ typedef struct shape_entry {
   uint64_t used;
 } shape_entry;
 
+/*
+ * A text prepared to be run again (a pgwire Parse, a text with parameters):
+ * DuckDB's prepared statement, kept across runs so that each run binds and
+ * executes without parsing and planning again. DuckDB binds it again itself
+ * when the catalog changed since (a dataset swapped in, a view redefined).
+ * Never kept for a statement that reads a scan provider: its pushdown terms
+ * come from the parse tree at each run.
+ */
+typedef struct prep_entry {
+  char *sql;              /* owned: the exact text */
+  duckdb_prepared_statement ps; /* owned */
+  gate_names tables;
+  uint64_t used;
+} prep_entry;
+
 struct tm_sql_session {
   tm_sql_catalog *cat;    /* borrowed: outlives the session */
   duckdb_connection conn;
@@ -423,6 +439,8 @@ struct tm_sql_session {
   duckdb_prepared_statement serializer; /* the gate's json_serialize_sql, or NULL */
   shape_entry shapes[CACHE_SHAPES];
   size_t n_shapes;
+  prep_entry preps[CACHE_PREPARED];
+  size_t n_preps;
   uint64_t tick;
   tm_buf key;             /* scratch: a shape key */
 };
@@ -431,6 +449,7 @@ struct tm_sql_stmt {
   tm_sql_session *s;
   duckdb_prepared_statement ps;
   gated g;                 /* ps (g.ps), its parse tree and tables */
+  bool cached;             /* ps is the session's (preps), not g.ps: not destroyed with q */
   duckdb_result result;
   bool has_result;
   duckdb_data_chunk chunk; /* the current chunk, or NULL */
@@ -490,6 +509,12 @@ static void cache_clear(tm_sql_session *s) {
     names_dispose(&s->shapes[i].tables);
   }
   s->n_shapes = 0;
+  for (size_t i = 0; i < s->n_preps; i++) {
+    tm_free(s->preps[i].sql);
+    duckdb_destroy_prepare(&s->preps[i].ps);
+    names_dispose(&s->preps[i].tables);
+  }
+  s->n_preps = 0;
 }
 
 void tm_sql_session_free(tm_sql_session *s) {
@@ -620,6 +645,58 @@ static bool needs_pushdown(tm_sql_catalog *c, const gate_names *t) {
   return any;
 }
 
+static void prep_dispose(prep_entry *pe) {
+  tm_free(pe->sql);
+  if (pe->ps) duckdb_destroy_prepare(&pe->ps);
+  names_dispose(&pe->tables);
+  memset(pe, 0, sizeof *pe);
+}
+
+/* The session's prepared statement for the text sql, or NULL (none, or one now needing pushdown). */
+static prep_entry *find_prep(tm_sql_session *s, const char *sql) {
+  for (size_t i = 0; i < s->n_preps; i++) {
+    prep_entry *pe = &s->preps[i];
+    if (strcmp(pe->sql, sql) != 0) continue;
+    if (needs_pushdown(s->cat, &pe->tables)) {
+      prep_dispose(pe);
+      *pe = s->preps[--s->n_preps];
+      return NULL;
+    }
+    pe->used = ++s->tick;
+    return pe;
+  }
+  return NULL;
+}
+
+/*
+ * Keeps g's prepared statement as the session's for the text sql (g gives it
+ * up: g->ps becomes NULL). NULL when it is not kept (too long a text, a scan
+ * provider read, no memory): g keeps it then.
+ */
+static prep_entry *keep_prep(tm_sql_session *s, const char *sql, gated *g) {
+  if (!g->ps || strlen(sql) > CACHE_SQL_MAX || needs_pushdown(s->cat, &g->tables)) return NULL;
+  prep_entry fresh = {0};
+  tm_error e;
+  tm_error_init(&e);
+  if (!(fresh.sql = tm_strdup(sql)) || names_copy(&fresh.tables, &g->tables, &e) != TM_OK) {
+    tm_free(fresh.sql);
+    return NULL;
+  }
+  prep_entry *slot = NULL;
+  if (s->n_preps < CACHE_PREPARED) {
+    slot = &s->preps[s->n_preps++];
+  } else {
+    for (size_t i = 0; i < s->n_preps; i++)
+      if (!slot || s->preps[i].used < slot->used) slot = &s->preps[i];
+    prep_dispose(slot);
+  }
+  fresh.ps = g->ps;
+  fresh.used = ++s->tick;
+  g->ps = NULL;
+  *slot = fresh;
+  return slot;
+}
+
 /* Remembers that the texts of shape key pass the gate, reading tables t. */
 static void remember_shape(tm_sql_session *s, const char *key, const gate_names *t) {
   shape_entry *slot = NULL;
@@ -699,9 +776,21 @@ int tm_sql_prepare_params(tm_sql_session *s, const char *sql, const tm_sql_param
     if (!(text = tm_strdup(sql))) rc = tm_error_nomem(err);
     else tm_sql_colon_params(text, strlen(text));
   }
-  if (rc == TM_OK) rc = session_gate(s, text ? text : sql, &q->g, err);
+  const char *gsql = text ? text : sql;
+  prep_entry *pe = rc == TM_OK ? find_prep(s, gsql) : NULL;
+  if (pe) {
+    /* A text prepared before in this session: bind and run (its tables for the names). */
+    q->ps = pe->ps;
+    q->cached = true;
+    duckdb_clear_bindings(q->ps);
+    rc = names_copy(&q->g.tables, &pe->tables, err);
+  } else if (rc == TM_OK) {
+    rc = session_gate(s, gsql, &q->g, err);
+    /* A text with parameters is made to be run again: its prepared statement is kept. */
+    if (rc == TM_OK && params && (pe = keep_prep(s, gsql, &q->g))) q->cached = true;
+    if (rc == TM_OK) q->ps = pe ? pe->ps : q->g.ps;
+  }
   tm_free(text);
-  if (rc == TM_OK) q->ps = q->g.ps;
   if (rc == TM_OK) rc = note_datasets(s, &q->g.tables, err);
   if (rc == TM_OK && params) rc = tm_sql__bind(q->ps, params, err);
   if (rc == TM_OK && q->g.ast) rc = post_pushdown(s->cat, s->conn, q->g.ast, &q->pushed, err);
@@ -830,8 +919,15 @@ int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_er
   tm_sql_shape sh;
   memset(&sh, 0, sizeof sh);
   gated g;
-  int rc = session_gate(s, sql, &g, err);
-  if (rc == TM_OK) ps = g.ps;
+  memset(&g, 0, sizeof g);
+  /* A described text is about to run (pgwire's Parse, then Execute): its statement is kept. */
+  prep_entry *pe = find_prep(s, sql);
+  int rc = TM_OK;
+  if (!pe) {
+    rc = session_gate(s, sql, &g, err);
+    if (rc == TM_OK) pe = keep_prep(s, sql, &g);
+  }
+  if (rc == TM_OK) ps = pe ? pe->ps : g.ps;
   if (rc == TM_OK) {
     sh.n_params = (size_t)duckdb_nparams(ps);
     sh.n_cols = (size_t)duckdb_prepared_statement_column_count(ps);
@@ -863,7 +959,7 @@ int tm_sql_describe(tm_sql_session *s, const char *sql, tm_sql_shape *out, tm_er
     sh.col_types[i] = lt ? tm_sql__kind(lt) : TM_SQLT_OTHER;
     if (lt) duckdb_destroy_logical_type(&lt);
   }
-  if (rc == TM_OK || ps) gated_dispose(&g);
+  gated_dispose(&g);
   if (rc != TM_OK) {
     tm_sql_shape_dispose(&sh);
     return rc;

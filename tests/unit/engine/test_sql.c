@@ -625,6 +625,96 @@ TM_TEST(sql_catalog_follows_datasets) {
   tm_engine_release(c2);
 }
 
+/* ---- texts prepared once, run again (pgwire Parse/Execute, issue 20) ----------------------- */
+
+/* Runs sql with one BIGINT parameter (or none: v == INT64_MIN); the first cell, or INT64_MIN on
+ * error (its code in *rc). */
+static int64_t run_param(tm_sql_session *s, const char *sql, int64_t v, int *rc) {
+  tm_error err;
+  tm_sql_param item = {.kind = TM_SQL_PARAM_INT, .i = v};
+  tm_sql_params p = {.items = &item, .n = 1};
+  tm_sql_stmt *q = NULL;
+  *rc = tm_sql_prepare_params(s, sql, v == INT64_MIN ? NULL : &p, &q, &err);
+  if (*rc == TM_OK) *rc = tm_sql_step(q, &err);
+  int64_t out = INT64_MIN;
+  if (*rc == TM_OK && !tm_sql_column_is_null(q, 0)) {
+    tm_buf b = TM_BUF_INIT(1 << 10);
+    tm_cell_kind k;
+    TM_ASSERT_OK(tm_sql_column_render(q, 0, &b, &k, &err), &err);
+    TM_ASSERT_OK(tm_parse_int64(b.ptr, b.len, &out), &err);
+    tm_buf_dispose(&b);
+  }
+  tm_sql_stmt_free(q);
+  return out;
+}
+
+TM_TEST(sql_prepared_texts_run_again) {
+  tm_error err;
+  tm_sql_catalog *cat;
+  TM_ASSERT_OK(tm_sql_catalog_new(&cat, tm_test_db(), &err), &err);
+  tm_engine *a = open_events(TM_ENGINE_CAYENNE, "pev", false);
+  load(a, 0, 10, 10);
+  TM_ASSERT_OK(tm_sql_catalog_add(cat, a, &err), &err);
+  tm_sql_session *s;
+  TM_ASSERT_OK(tm_sql_session_new(&s, cat, &err), &err);
+  const char *count = "SELECT count(*) FROM pev WHERE id >= $1";
+  int rc;
+  /* Each run binds its own value; a run without values does not reuse the last ones. */
+  TM_ASSERT_INT_EQ(run_param(s, count, 5, &rc), 5);
+  TM_ASSERT_INT_EQ(run_param(s, count, 8, &rc), 2);
+  TM_ASSERT_INT_EQ(run_param(s, count, 0, &rc), 10);
+  run_param(s, count, INT64_MIN, &rc);
+  TM_ASSERT_MSG(rc != TM_OK, "a parameter left unbound ran with the last run's value");
+  TM_ASSERT_INT_EQ(run_param(s, count, 9, &rc), 1);
+  /* Rows committed since are seen, and a full refresh's new table (A11) too. */
+  load(a, 10, 5, 5);
+  TM_ASSERT_INT_EQ(run_param(s, count, 9, &rc), 6);
+  for (int full = 0; full < 2; full++) {
+    tm_batch fb;
+    events_batch(&fb, 100, 4 + full);
+    tm_engine_txn *t;
+    TM_ASSERT_OK(tm_engine_begin(a, TM_TXN_REPLACE_ALL, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &fb, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+    tm_batch_release(&fb);
+    TM_ASSERT_INT_EQ(run_param(s, count, 9, &rc), 4 + full);
+  }
+  load(a, 0, 10, 10);
+  TM_ASSERT_INT_EQ(run_param(s, count, 9, &rc), 6);
+  /* A described text (pgwire's Parse) runs as described. */
+  tm_sql_shape sh;
+  TM_ASSERT_OK(tm_sql_describe(s, "SELECT id, kind FROM pev WHERE id = $1", &sh, &err), &err);
+  TM_ASSERT_INT_EQ(sh.n_params, 1);
+  TM_ASSERT_INT_EQ(sh.n_cols, 2);
+  tm_sql_shape_dispose(&sh);
+  TM_ASSERT_INT_EQ(run_param(s, "SELECT id, kind FROM pev WHERE id = $1", 7, &rc), 7);
+  /* The dataset replaced under the same name (another engine, other rows): DuckDB binds the
+   * kept statement again, and a removed one is an error, not the old rows. */
+  tm_engine *b = open_events(TM_ENGINE_ARROW, "pev", false);
+  load(b, 100, 3, 3);
+  TM_ASSERT_OK(tm_sql_catalog_add(cat, b, &err), &err);
+  TM_ASSERT_INT_EQ(run_param(s, count, 0, &rc), 3);
+  TM_ASSERT_OK(tm_sql_catalog_remove(cat, "pev", &err), &err);
+  run_param(s, count, 0, &rc);
+  TM_ASSERT_RC(rc, TM_EINVALID);
+  TM_ASSERT_OK(tm_sql_catalog_add(cat, a, &err), &err);
+  TM_ASSERT_INT_EQ(run_param(s, count, 0, &rc), 15);
+  /* More texts than the session keeps: each still answers, the first one too. */
+  for (int i = 0; i < 40; i++) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count(*) + %d FROM pev WHERE id < $1", i);
+    TM_ASSERT_INT_EQ(run_param(s, sql, i % 15, &rc), i + (i % 15 < 10 ? i % 15 : 10)); /* ids 0-9, 100-104 */
+  }
+  TM_ASSERT_INT_EQ(run_param(s, count, 9, &rc), 6);
+  /* The gate still refuses a text whatever it kept. */
+  run_param(s, "DELETE FROM pev WHERE id = $1", 1, &rc);
+  TM_ASSERT_RC(rc, TM_EINVALID);
+  tm_sql_session_free(s);
+  tm_sql_catalog_free(cat);
+  tm_engine_release(a);
+  tm_engine_release(b);
+}
+
 /* ---- what Spice's query metrics are labelled with (SPEC 1.4, issue 17) -------------------- */
 
 /* Runs sql and returns its rc; the message in err. */
