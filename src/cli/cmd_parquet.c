@@ -74,8 +74,25 @@ static int cmd_schema(tm_parquet_file *f, tm_out_format fmt, tm_error *err) {
   size_t n = tm_parquet_num_fields(f);
   for (size_t i = 0; i < n && rc == TM_OK; i++) {
     const tm_parquet_field *fd = tm_parquet_field_at(f, i);
-    char tn[64] = "";
-    if (!fd->unsupported) tm_type_name(&fd->type, tn, sizeof tn);
+    char tn[256] = "";
+    const char *note = fd->unsupported;
+    char why[TM_ERROR_MESSAGE_MAX];
+    if (!fd->unsupported) {
+      tm_type_name(&fd->type, tn, sizeof tn);
+    } else if (fd->nested) {
+      /* A nested column reads natively (`cat --nested`, engines): its whole type. */
+      tm_type nt;
+      bool nn;
+      tm_error ne;
+      tm_error_init(&ne);
+      if (tm_parquet_nested_type(f, i, &nt, &nn, &ne) == TM_OK) {
+        tm_type_name(&nt, tn, sizeof tn);
+        note = NULL;
+      } else {
+        snprintf(why, sizeof why, "%s", ne.message);
+        note = why;
+      }
+    }
     char phys[64] = "group";
     if (fd->physical_type >= 0) {
       if (fd->type_length > 0)
@@ -91,8 +108,7 @@ static int cmd_schema(tm_parquet_file *f, tm_out_format fmt, tm_error *err) {
     if (rc == TM_OK) rc = cell(&cells, err, "%s", fid);
     if (rc == TM_OK) rc = cell(&cells, err, "%s", phys);
     if (rc == TM_OK)
-      rc = cell(&cells, err, "%s%s", fd->unsupported ? "unsupported: " : "",
-                fd->unsupported ? fd->unsupported : "");
+      rc = cell(&cells, err, "%s%s", note ? "unsupported: " : "", note ? note : "");
   }
   if (rc == TM_OK) rc = render_table(fmt, names, 6, &cells, n, err);
   tm_buf_dispose(&cells);

@@ -8,6 +8,10 @@
 //   - a file DuckDB writes here (lists, structs, maps, lists of structs, maps
 //     of lists, lists of lists of lists, nulls at every level, empty lists,
 //     several leaf types, several row groups), and
+//   - two files arrow-rs writes here (parquet-wasm, from apache-arrow tables:
+//     version 1 pages with dictionaries, version 2 pages without; lists,
+//     structs in structs, maps of lists, lists of lists of lists, dates and
+//     zoned timestamps inside structs, nulls and empties at every level), and
 //   - the nested files of ../shared/testdata/parquet written by parquet-mr,
 //     Spark, Hive, arrow-rs and parquet-cpp (legacy two- and three-level lists,
 //     repeated fields outside lists, maps without values).
@@ -17,7 +21,9 @@
 // Usage: TM_BIN=... TM_TESTDATA=... node nested-difftest.mjs WORKDIR
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import * as arrow from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
 
 const bin = process.env.TM_BIN;
@@ -51,6 +57,54 @@ await con.run(`COPY (
          ELSE [(i - 600)::INTEGER, NULL, -2147483648, 2147483647] END AS ints
   FROM range(0, 1200) t(i)
 ) TO '${own}' (FORMAT PARQUET, ROW_GROUP_SIZE 500)`);
+
+// The second independent writer: arrow-rs (parquet-wasm), from Arrow tables apache-arrow builds:
+// version 1 pages with dictionaries and snappy, and version 2 pages, plain, zstd.
+const require = createRequire(import.meta.url);
+const pw = require('parquet-wasm/node');
+function arrowrsFile(path, v2) {
+  const n = 1000;
+  const col = { id: [], lst: [], st: [], m: [], los: [], lll: [], mol: [], bools: [], big: [] };
+  for (let i = 0; i < n; i++) {
+    col.id.push(BigInt(i));
+    col.lst.push(i % 7 === 0 ? null : i % 5 === 0 ? [] : [i - 500, null, -2147483648, 2147483647]);
+    col.st.push(i % 6 === 0 ? null : {
+      x: i % 4 === 0 ? null : i, y: i % 9 === 0 ? null : 'v' + i,
+      z: i % 10 === 0 ? null : { f: i / 4, d: new Date(Date.UTC(2024, 0, 1) + i * 86400000), t: 1764496800000 + i * 1001 } });
+    col.m.push(i % 9 === 0 ? null : i % 3 === 0 ? new Map() : new Map([['k' + i, i], ['n', null]]));
+    col.los.push(i % 8 === 0 ? null : [{ a: i, b: i % 2 ? ['p', null, ''] : null }, null, { a: null, b: [] }]);
+    col.lll.push(i % 11 === 0 ? null : [[[i, i + 1], []], null, [null, [null]]]);
+    col.mol.push(i % 10 === 0 ? null : new Map([['m', [BigInt(i), null]], ['e', []], ['n', null]]));
+    col.bools.push(i % 12 === 0 ? [] : [true, false, null]);
+    col.big.push([BigInt(i) - 600n, -9223372036854775808n, 9223372036854775807n]);
+  }
+  const f = (name, type, nullable = true) => new arrow.Field(name, type, nullable);
+  const list = (t) => new arrow.List(f('item', t));
+  const map = (k, v) => new arrow.Map_(f('entries', new arrow.Struct([f('key', k, false), f('value', v)]), false));
+  const types = {
+    id: new arrow.Int64(),
+    lst: list(new arrow.Int32()),
+    st: new arrow.Struct([f('x', new arrow.Int32()), f('y', new arrow.Utf8()), f('z', new arrow.Struct([
+      f('f', new arrow.Float64()), f('d', new arrow.DateDay()),
+      f('t', new arrow.TimestampMicrosecond('UTC'))]))]),
+    m: map(new arrow.Utf8(), new arrow.Int32()),
+    los: list(new arrow.Struct([f('a', new arrow.Int32()), f('b', list(new arrow.Utf8()))])),
+    lll: list(list(list(new arrow.Int32()))),
+    mol: map(new arrow.Utf8(), list(new arrow.Int64())),
+    bools: list(new arrow.Bool()),
+    big: list(new arrow.Int64()),
+  };
+  const vectors = {};
+  for (const [k, t] of Object.entries(types)) vectors[k] = arrow.vectorFromArray(col[k], t);
+  const ipc = arrow.tableToIPC(new arrow.Table(vectors), 'stream');
+  let b = new pw.WriterPropertiesBuilder().setMaxRowGroupSize(300);
+  b = v2 ? b.setWriterVersion(pw.WriterVersion.V2).setDictionaryEnabled(false).setCompression(pw.Compression.ZSTD)
+    : b.setCompression(pw.Compression.SNAPPY);
+  writeFileSync(path, pw.writeParquet(pw.Table.fromIPCStream(ipc), b.build()));
+}
+const arrowrs = [join(work, 'arrowrs_nested_v1.parquet'), join(work, 'arrowrs_nested_v2.parquet')];
+arrowrsFile(arrowrs[0], false);
+arrowrsFile(arrowrs[1], true);
 
 const corpus = [
   'nested_lists.snappy.parquet', 'nested_maps.snappy.parquet', 'nested_structs.rust.parquet',
@@ -114,7 +168,7 @@ const q = (c) => `"${c.replace(/"/g, '""')}"`;
 const engine = { duck: 'duckdb', lite: 'sqlite' };
 const cases = [];
 let yaml = 'datasets:\n';
-for (const [n, file] of [own, ...corpus].entries()) {
+for (const [n, file] of [own, ...arrowrs, ...corpus].entries()) {
   if (!existsSync(file)) throw new Error(`missing test file ${file}`);
   const desc = (await con.runAndReadAll(`DESCRIBE SELECT * FROM '${file}'`)).getRowObjects();
   const cols = desc.filter((d) => nestedType(String(d.column_type))).map((d) => String(d.column_name));
@@ -122,7 +176,7 @@ for (const [n, file] of [own, ...corpus].entries()) {
   const want = (await con.runAndReadAll(
     `SELECT ${cols.map((c) => `to_json(${q(c)})::VARCHAR AS ${q(c)}`).join(', ')} FROM '${file}'`)).getRowObjects();
   // n*: native (no unsupported_type_action); the others JSON text (string).
-  const tables = n === 0 ? ['fed', 'duck', 'lite', 'nfed', 'nduck', 'nlite'] : ['fed', 'duck', 'nfed', 'nduck'];
+  const tables = n <= arrowrs.length ? ['fed', 'duck', 'lite', 'nfed', 'nduck', 'nlite'] : ['fed', 'duck', 'nfed', 'nduck'];
   for (const t of tables) {
     const native = t.startsWith('n'), base = native ? t.slice(1) : t;
     yaml += `  - from: file:${file}\n    name: f${n}_${t}\n`;
