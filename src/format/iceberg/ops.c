@@ -356,9 +356,12 @@ typedef struct delete_group {
   int64_t n;
 } delete_group;
 
+/* The delete files one operation writes, grouped by partition (groups_init, groups_dispose). */
 typedef struct delete_groups {
-  tm_map by_key; /* partition key -> delete_group* */
-  tm_schema schema;
+  tm_map by_key;   /* partition key -> delete_group* */
+  tm_schema schema; /* the delete files' columns */
+  int32_t *eq_ids; /* owned: equality deletes' field ids, one per schema column (eq_resolve) */
+  size_t *eq_idx;  /* owned: scratch, each equality column's index in a batch read */
 } delete_groups;
 
 static void group_free(void *p) {
@@ -366,6 +369,19 @@ static void group_free(void *p) {
   if (!g) return;
   tm_batch_builder_dispose(&g->rows);
   tm_free(g);
+}
+
+static void groups_init(delete_groups *gs) {
+  memset(gs, 0, sizeof *gs);
+  tm_map_init(&gs->by_key);
+  tm_schema_init(&gs->schema);
+}
+
+static void groups_dispose(delete_groups *gs) {
+  tm_map_dispose(&gs->by_key, group_free);
+  tm_schema_dispose(&gs->schema);
+  tm_free(gs->eq_ids);
+  tm_free(gs->eq_idx);
 }
 
 static int group_for(delete_groups *gs, const tm_iceberg_data_file *f, delete_group **out,
@@ -556,16 +572,18 @@ done:
 }
 
 /*
- * Resolves equality delete columns by name: their field ids into *ids, room
- * for their batch indexes into *idx, and the delete file's columns into
- * del_schema.
+ * Resolves equality delete columns by name: their field ids into
+ * gs->eq_ids, room for their batch indexes (gs->eq_idx), and the delete
+ * files' columns into gs->schema.
  */
 static int eq_resolve(const tm_iceberg_schema *schema, const char *const *cols, size_t n,
-                      int32_t **ids, size_t **idx, tm_schema *del_schema, tm_error *err) {
+                      delete_groups *gs, tm_error *err) {
   if (n == 0) return tm_error_set(err, TM_EINVALID, "equality deletes need columns");
+  int32_t **ids = &gs->eq_ids;
+  tm_schema *del_schema = &gs->schema;
   *ids = tm_calloc(n, sizeof **ids);
-  *idx = tm_calloc(n, sizeof **idx);
-  if (!*ids || !*idx) return tm_error_nomem(err);
+  gs->eq_idx = tm_calloc(n, sizeof *gs->eq_idx);
+  if (!*ids || !gs->eq_idx) return tm_error_nomem(err);
   for (size_t i = 0; i < n; i++) {
     const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, cols[i]);
     if (!f || !tm_iceberg_type_is_primitive(f->type)) {
@@ -596,11 +614,7 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
   tm_iceberg_scan *scan = NULL;
   tm_iceberg_commit *c = NULL;
   delete_groups gs;
-  memset(&gs, 0, sizeof gs);
-  tm_map_init(&gs.by_key);
-  tm_schema_init(&gs.schema);
-  int32_t *eq_ids = NULL;
-  size_t *eq_idx = NULL;
+  groups_init(&gs);
   bool *drop = NULL;
   int rc;
   bool equality = mode == TM_ICEBERG_DELETE_EQUALITY;
@@ -609,7 +623,7 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
   dv_list dl = {NULL, 0};
   uint8_t *kept = NULL;
   if (equality) {
-    TM_CHECK(eq_resolve(schema, eq_columns, n_eq_columns, &eq_ids, &eq_idx, &gs.schema, err));
+    TM_CHECK(eq_resolve(schema, eq_columns, n_eq_columns, &gs, err));
   } else {
     TM_CHECK(tm_schema_add(&gs.schema, "file_path", tm_type_of(TM_TYPE_UTF8), false, -1, err));
     TM_CHECK(tm_schema_add(&gs.schema, "pos", tm_type_of(TM_TYPE_INT64), false, -1, err));
@@ -662,14 +676,14 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
       if (equality && rc == TM_OK) {
         for (size_t k = 0; k < n_eq_columns; k++) {
           int ix = tm_schema_find(&b.schema, gs.schema.cols[k].name);
-          eq_idx[k] = (size_t)(ix < 0 ? 0 : ix);
+          gs.eq_idx[k] = (size_t)(ix < 0 ? 0 : ix);
         }
       }
       for (int64_t i = 0; rc == TM_OK && i < b.n_rows; i++) {
         if (!tm_bit_get(match, i)) continue;
         if (equality) {
           for (size_t k = 0; rc == TM_OK && k < n_eq_columns; k++) {
-            tm_colview cv = tm_batch_col(&b, eq_idx[k]);
+            tm_colview cv = tm_batch_col(&b, gs.eq_idx[k]);
             rc = tm_colbuilder_append_range(tm_batch_builder_col(&tb, k), &cv, i, 1, err);
           }
         } else {
@@ -724,16 +738,13 @@ int tm_iceberg_delete_where(tm_iceberg_table *t, const tm_predicate *where,
   TM_CHECK(write_groups(t, &gs,
                         equality ? TM_ICEBERG_CONTENT_EQUALITY_DELETES
                                  : TM_ICEBERG_CONTENT_POSITION_DELETES,
-                        eq_ids, n_eq_columns, c, res, err));
+                        gs.eq_ids, n_eq_columns, c, res, err));
   TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
 done:
   dv_list_dispose(&dl);
   tm_free(kept);
   tm_free(drop);
-  tm_free(eq_ids);
-  tm_free(eq_idx);
-  tm_map_dispose(&gs.by_key, group_free);
-  tm_schema_dispose(&gs.schema);
+  groups_dispose(&gs);
   tm_iceberg_commit_free(c);
   tm_iceberg_scan_free(scan);
   return rc;
@@ -756,19 +767,16 @@ int tm_iceberg_upsert_files(tm_iceberg_table *t, const char *const *paths, size_
   tm_iceberg_data_writer *w = NULL;
   tm_iceberg_commit *c = NULL;
   delete_groups gs;
-  memset(&gs, 0, sizeof gs);
-  tm_map_init(&gs.by_key);
-  tm_schema_init(&gs.schema);
-  int32_t *eq_ids = NULL;
-  size_t *eq_idx = NULL;
+  groups_init(&gs);
   int rc;
-  TM_CHECK(eq_resolve(schema, eq_columns, n_eq_columns, &eq_ids, &eq_idx, &gs.schema, err));
+  TM_CHECK(eq_resolve(schema, eq_columns, n_eq_columns, &gs, err));
   /* A key's older row must be in the partition its new row goes to: the
    * delete file of a partition applies only to that partition's files. */
   const tm_iceberg_spec *spec = tm_iceberg_metadata_spec(m, m->default_spec_id);
   for (size_t i = 0; spec && i < spec->n_fields; i++) {
     bool keyed = false;
-    for (size_t k = 0; k < n_eq_columns; k++) keyed = keyed || eq_ids[k] == spec->fields[i].source_id;
+    for (size_t k = 0; k < n_eq_columns; k++)
+      keyed = keyed || gs.eq_ids[k] == spec->fields[i].source_id;
     if (!keyed) {
       const tm_iceberg_field *f = tm_iceberg_schema_find_id(schema, spec->fields[i].source_id);
       rc = tm_error_set(err, TM_EINVALID,
@@ -812,14 +820,11 @@ int tm_iceberg_upsert_files(tm_iceberg_table *t, const char *const *paths, size_
   }
   TM_CHECK(tm_iceberg_commit_begin(&c, t, "overwrite", err));
   TM_CHECK(add_written(c, w, res, err));
-  TM_CHECK(write_groups(t, &gs, TM_ICEBERG_CONTENT_EQUALITY_DELETES, eq_ids, n_eq_columns, c,
+  TM_CHECK(write_groups(t, &gs, TM_ICEBERG_CONTENT_EQUALITY_DELETES, gs.eq_ids, n_eq_columns, c,
                         res, err));
   TM_CHECK(tm_iceberg_commit_finish(c, &res->snapshot_id, err));
 done:
-  tm_free(eq_ids);
-  tm_free(eq_idx);
-  tm_map_dispose(&gs.by_key, group_free);
-  tm_schema_dispose(&gs.schema);
+  groups_dispose(&gs);
   tm_iceberg_commit_free(c);
   tm_iceberg_data_writer_free(w);
   return rc;

@@ -797,6 +797,43 @@ static int task_positions(tm_iceberg_rows *r, const tm_iceberg_data_file *f, con
   return TM_OK;
 }
 
+/*
+ * Equality delete file d applies to data file f: its set of keys (loaded
+ * once per scan, r->eq_cache) and where each key column comes from in f (a
+ * projected column, or the value f lacks: missing_value) join fs->eqs.
+ */
+static int add_eq_ref(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_data_file *f,
+                      const tm_iceberg_data_file *d, bool ids, tm_error *err) {
+  eq_set *s = tm_map_gets(&r->eq_cache, d->path);
+  if (!s) {
+    TM_TRY(load_eq(r, d, &s, err));
+    int rc = tm_map_puts(&r->eq_cache, d->path, s, NULL, err);
+    if (rc < 0) {
+      eq_set_free(s);
+      return rc;
+    }
+  }
+  eq_ref *e = &fs->eqs[fs->n_eqs++];
+  e->set = s;
+  e->src = tm_calloc(s->n_ids, sizeof *e->src);
+  e->consts = tm_calloc(s->n_ids, sizeof *e->consts);
+  if (!e->src || !e->consts) return tm_error_nomem(err);
+  for (size_t k = 0; k < s->n_ids; k++) {
+    const tm_iceberg_field *fld = field_any_schema(r->m, s->ids[k]);
+    int fi = file_field(r->m, fs->pf, ids, s->ids[k], fld ? fld->name : NULL);
+    e->src[k] = -1;
+    if (fi >= 0 && !tm_parquet_field_at(fs->pf, (size_t)fi)->nested) {
+      e->src[k] = proj_index(fs, (size_t)fi);
+    } else if (fld) {
+      missing_value(r, fs, f, fld, &s->types[k], &e->consts[k]);
+    } else {
+      e->consts[k].type = s->types[k].id;
+      e->consts[k].is_null = true;
+    }
+  }
+  return TM_OK;
+}
+
 static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_error *err) {
   file_state *fs = tm_calloc(1, sizeof *fs);
   if (!fs) return tm_error_nomem(err);
@@ -863,45 +900,12 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
     }
     for (size_t i = 0; i < tk->n_deletes; i++) {
       const tm_iceberg_data_file *d = tk->deletes[i];
-      if (tm_iceberg_is_deletion_vector(d) || d->content == TM_ICEBERG_CONTENT_POSITION_DELETES) {
+      if (tm_iceberg_is_deletion_vector(d) || d->content == TM_ICEBERG_CONTENT_POSITION_DELETES)
         continue; /* in merged */
-      } else {
-        eq_set *s = tm_map_gets(&r->eq_cache, d->path);
-        if (!s) {
-          rc = load_eq(r, d, &s, err);
-          if (rc < 0) {
-            tm_free(merged.v);
-            goto done;
-          }
-          rc = tm_map_puts(&r->eq_cache, d->path, s, NULL, err);
-          if (rc < 0) {
-            eq_set_free(s);
-            tm_free(merged.v);
-            goto done;
-          }
-        }
-        eq_ref *e = &fs->eqs[fs->n_eqs++];
-        e->set = s;
-        e->src = tm_calloc(s->n_ids, sizeof *e->src);
-        e->consts = tm_calloc(s->n_ids, sizeof *e->consts);
-        if (!e->src || !e->consts) {
-          tm_free(merged.v);
-          rc = tm_error_nomem(err);
-          goto done;
-        }
-        for (size_t k = 0; k < s->n_ids; k++) {
-          const tm_iceberg_field *fld = field_any_schema(r->m, s->ids[k]);
-          int fi = file_field(r->m, fs->pf, ids, s->ids[k], fld ? fld->name : NULL);
-          e->src[k] = -1;
-          if (fi >= 0 && !tm_parquet_field_at(fs->pf, (size_t)fi)->nested) {
-            e->src[k] = proj_index(fs, (size_t)fi);
-          } else if (fld) {
-            missing_value(r, fs, f, fld, &s->types[k], &e->consts[k]);
-          } else {
-            e->consts[k].type = s->types[k].id;
-            e->consts[k].is_null = true;
-          }
-        }
+      rc = add_eq_ref(r, fs, f, d, ids, err);
+      if (rc < 0) {
+        tm_free(merged.v);
+        goto done;
       }
     }
     if (merged.n) {
