@@ -14,8 +14,18 @@
  * max_value in the column's sort order (also the deprecated min/max where the
  * order is signed), is_*_value_exact; floats ignore NaN and write -0.0 / +0.0
  * for a zero bound. ColumnOrder TYPE_ORDER is declared for every column.
+ *
+ * Nested columns (LIST, STRUCT, MAP at any depth; issue 16) are shredded into
+ * one column chunk per leaf (Dremel): each row group's values are walked once
+ * per nested column, appending to each leaf its repetition and definition
+ * levels and its non-null values. Lists and maps are written in the standard
+ * three-level form (`<name> (LIST) { repeated group list { element } }`,
+ * `<name> (MAP) { repeated group key_value { required key; value } }`);
+ * their leaves' pages start at a row boundary, hold RLE repetition and
+ * definition levels, then PLAIN values (no dictionary).
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -59,8 +69,21 @@ typedef struct rg_meta {
   int64_t file_offset;
   int64_t total_compressed;
   int64_t total_uncompressed;
-  chunk_meta *cols; /* n_cols */
+  chunk_meta *cols; /* n_chunks: a flat column's, then a nested column's leaves, in order */
 } rg_meta;
+
+/* A leaf of a nested column: one column chunk per row group. */
+typedef struct leaf {
+  const char **path;  /* owned array of n_path names (borrowed: the column's, the types') */
+  size_t n_path;
+  tm_column c;        /* the leaf: name (borrowed), type, nullable; for layout and annotations */
+  col_layout layout;
+  int max_def, max_rep;
+  uint32_t *rep, *def; /* owned: this row group's levels, n of them */
+  size_t n, cap;
+  int64_t nulls;      /* levels below max_def */
+  tm_colbuilder vals; /* this row group's non-null values */
+} leaf;
 
 struct tm_parquet_writer {
   tm_schema schema;
@@ -71,6 +94,10 @@ struct tm_parquet_writer {
   void *payload;
   uint64_t offset;     /* bytes sent to the sink */
   tm_colbuilder *cols; /* the buffered row group */
+  leaf *leaves;        /* owned: the leaves of the nested columns, in column order */
+  size_t n_leaves;
+  size_t *first_leaf;  /* owned, per column: its first leaf (nested), or SIZE_MAX (flat) */
+  size_t n_chunks;     /* column chunks per row group: flat columns and leaves */
   int64_t rg_rows;
   int64_t total_rows;
   tm_vec rgs;          /* rg_meta */
@@ -225,6 +252,88 @@ static void to_physical(const tm_colview *v, const col_layout *l, int64_t i, uin
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
+/* ---- nested columns: leaves ---------------------------------------------------- */
+
+/* Leaves under a type: 1 for a flat one. */
+static size_t leaf_count(const tm_type *t) {
+  if (!tm_type_is_nested(t)) return 1;
+  const tm_ntype *nt = t->nested;
+  if (t->id == TM_TYPE_LIST) return leaf_count(&nt->child[0]);
+  if (t->id == TM_TYPE_MAP) {
+    const tm_ntype *et = nt->child[0].nested;
+    return leaf_count(&et->child[0]) + leaf_count(&et->child[1]);
+  }
+  size_t n = 0;
+  for (size_t k = 0; k < nt->n; k++) n += leaf_count(&nt->child[k]);
+  return n;
+}
+
+/* Schema elements under a type (the footer's count): groups and leaves. */
+static size_t element_count(const tm_type *t) {
+  if (!tm_type_is_nested(t)) return 1;
+  const tm_ntype *nt = t->nested;
+  if (t->id == TM_TYPE_LIST) return 2 + element_count(&nt->child[0]);
+  if (t->id == TM_TYPE_MAP) {
+    const tm_ntype *et = nt->child[0].nested;
+    return 2 + element_count(&et->child[0]) + element_count(&et->child[1]);
+  }
+  size_t n = 1;
+  for (size_t k = 0; k < nt->n; k++) n += element_count(&nt->child[k]);
+  return n;
+}
+
+#define PATH_MAX_DEPTH (2 * TM_NTYPE_MAX_DEPTH + 2)
+
+/*
+ * Appends the leaves of field `name` (type t) to w->leaves: path[0..depth)
+ * names its ancestors; def and rep are the levels of the ancestors.
+ */
+static int add_leaves(tm_parquet_writer *w, const tm_type *t, bool nullable, const char *name,
+                      const char **path, size_t depth, int def, int rep, tm_error *err) {
+  if (depth + 2 >= PATH_MAX_DEPTH)
+    return tm_error_set(err, TM_EUNSUPPORTED, "column '%s': nested too deep for Parquet", path[0]);
+  path[depth] = name;
+  def += nullable ? 1 : 0;
+  if (!tm_type_is_nested(t)) {
+    leaf *lf = &w->leaves[w->n_leaves];
+    lf->path = tm_calloc(depth + 1, sizeof *lf->path);
+    if (!lf->path) return tm_error_nomem(err);
+    memcpy(lf->path, path, (depth + 1) * sizeof *lf->path);
+    lf->n_path = depth + 1;
+    lf->c.name = (char *)name;
+    lf->c.type = *t;
+    lf->c.nullable = nullable;
+    lf->c.field_id = -1;
+    lf->max_def = def;
+    lf->max_rep = rep;
+    tm_colbuilder_init(&lf->vals, *t, (size_t)2 << 30);
+    w->n_leaves++;
+    tm_column named = lf->c;
+    char full[256];
+    snprintf(full, sizeof full, "%s.%s", path[0], name);
+    named.name = full;
+    return layout_of(&named, &lf->layout, err);
+  }
+  const tm_ntype *nt = t->nested;
+  if (t->id == TM_TYPE_STRUCT) {
+    for (size_t k = 0; k < nt->n; k++)
+      TM_TRY(add_leaves(w, &nt->child[k], nt->nullable[k], nt->name[k], path, depth + 1, def, rep,
+                        err));
+    return TM_OK;
+  }
+  /* The repeated group of a LIST or MAP: one more level of each. */
+  if (t->id == TM_TYPE_LIST) {
+    path[depth + 1] = "list";
+    return add_leaves(w, &nt->child[0], nt->nullable[0], "element", path, depth + 2, def + 1,
+                      rep + 1, err);
+  }
+  const tm_ntype *et = nt->child[0].nested;
+  path[depth + 1] = "key_value";
+  TM_TRY(add_leaves(w, &et->child[0], false, "key", path, depth + 2, def + 1, rep + 1, err));
+  return add_leaves(w, &et->child[1], et->nullable[1], "value", path, depth + 2, def + 1, rep + 1,
+                    err);
+}
+
 static void dispose_rg(rg_meta *g, size_t n_cols) {
   if (!g->cols) return;
   for (size_t i = 0; i < n_cols; i++) {
@@ -239,7 +348,15 @@ void tm_parquet_writer_free(tm_parquet_writer *w) {
   if (w->cols)
     for (size_t i = 0; i < w->schema.n_cols; i++) tm_colbuilder_dispose(&w->cols[i]);
   tm_free(w->cols);
-  for (size_t i = 0; i < w->rgs.len; i++) dispose_rg(tm_vec_at(&w->rgs, i), w->schema.n_cols);
+  for (size_t i = 0; i < w->rgs.len; i++) dispose_rg(tm_vec_at(&w->rgs, i), w->n_chunks);
+  for (size_t i = 0; i < w->n_leaves; i++) {
+    tm_free(w->leaves[i].path);
+    tm_free(w->leaves[i].rep);
+    tm_free(w->leaves[i].def);
+    tm_colbuilder_dispose(&w->leaves[i].vals);
+  }
+  tm_free(w->leaves);
+  tm_free(w->first_leaf);
   tm_vec_dispose(&w->rgs);
   tm_free(w->layout);
   tm_schema_dispose(&w->schema);
@@ -285,13 +402,28 @@ int tm_parquet_writer_new(tm_parquet_writer **out, const tm_schema *schema,
   size_t n = schema->n_cols;
   w->layout = tm_calloc(n ? n : 1, sizeof *w->layout);
   w->cols = tm_calloc(n ? n : 1, sizeof *w->cols);
-  if (!w->layout || !w->cols) {
+  w->first_leaf = tm_calloc(n ? n : 1, sizeof *w->first_leaf);
+  size_t n_leaves = 0;
+  for (size_t i = 0; i < n; i++)
+    if (tm_type_is_nested(&schema->cols[i].type)) n_leaves += leaf_count(&schema->cols[i].type);
+  w->leaves = tm_calloc(n_leaves ? n_leaves : 1, sizeof *w->leaves);
+  if (!w->layout || !w->cols || !w->first_leaf || !w->leaves) {
     rc = tm_error_nomem(err);
     goto fail;
   }
   for (size_t i = 0; i < n; i++) {
-    TM_CHECK(layout_of(&schema->cols[i], &w->layout[i], err));
-    tm_colbuilder_init(&w->cols[i], schema->cols[i].type, (size_t)2 << 30);
+    const tm_column *c = &w->schema.cols[i];
+    tm_colbuilder_init(&w->cols[i], c->type, (size_t)2 << 30);
+    w->first_leaf[i] = SIZE_MAX;
+    if (tm_type_is_nested(&c->type)) {
+      const char *path[PATH_MAX_DEPTH];
+      w->first_leaf[i] = w->n_leaves;
+      TM_CHECK(add_leaves(w, &c->type, c->nullable, c->name, path, 0, 0, 0, err));
+      w->n_chunks += leaf_count(&c->type);
+    } else {
+      TM_CHECK(layout_of(c, &w->layout[i], err));
+      w->n_chunks++;
+    }
   }
   TM_CHECK(emit(w, "PAR1", 4, err));
   *out = w;
@@ -657,6 +789,152 @@ static tm_colview builder_view(const tm_colbuilder *cb) {
   return v;
 }
 
+
+/* ---- nested columns ------------------------------------------------------------ */
+
+/* One level pair for leaf lf, and value i of v when the leaf is defined there. */
+static int push(leaf *lf, int r, int d, const tm_colview *v, int64_t i, tm_error *err) {
+  if (lf->n == lf->cap) {
+    size_t cap = lf->cap ? lf->cap * 2 : 1024;
+    uint32_t *rp = tm_reallocarray(lf->rep, cap, sizeof *rp);
+    if (!rp) return tm_error_nomem(err);
+    lf->rep = rp;
+    uint32_t *dp = tm_reallocarray(lf->def, cap, sizeof *dp);
+    if (!dp) return tm_error_nomem(err);
+    lf->def = dp;
+    lf->cap = cap;
+  }
+  lf->rep[lf->n] = (uint32_t)r;
+  lf->def[lf->n] = (uint32_t)d;
+  lf->n++;
+  if (d < lf->max_def) {
+    lf->nulls++;
+    return TM_OK;
+  }
+  return tm_colbuilder_append_range(&lf->vals, v, i, 1, err);
+}
+
+/* Levels (r, d) without a value for the n leaves from l0 (a null or empty ancestor). */
+static int push_absent(tm_parquet_writer *w, size_t l0, size_t n, int r, int d, tm_error *err) {
+  for (size_t k = 0; k < n; k++) TM_TRY(push(&w->leaves[l0 + k], r, d, NULL, 0, err));
+  return TM_OK;
+}
+
+/*
+ * Shreds value i of v (a field, nullable or not) into the leaves from l0: r
+ * is the repetition level of its first level pair, d the definition level of
+ * its ancestors, rl the repetition depth of its ancestors.
+ */
+static int shred(tm_parquet_writer *w, size_t col, size_t l0, const tm_colview *v, int64_t i,
+                 bool nullable, int r, int d, int rl, tm_error *err) {
+  if (tm_colview_is_null(v, i)) {
+    if (!nullable)
+      return tm_error_set(err, TM_EINVALID, "column '%s': a required nested field holds a null",
+                          w->schema.cols[col].name);
+    return push_absent(w, l0, leaf_count(&v->type), r, d, err);
+  }
+  if (nullable) d++;
+  if (!tm_type_is_nested(&v->type)) return push(&w->leaves[l0], r, d, v, i, err);
+  const tm_ntype *nt = v->type.nested;
+  if (v->type.id == TM_TYPE_STRUCT) {
+    size_t l = l0;
+    for (size_t k = 0; k < nt->n; k++) {
+      tm_colview c = tm_colview_child(v, k);
+      TM_TRY(shred(w, col, l, &c, i, nt->nullable[k], r, d, rl, err));
+      l += leaf_count(&nt->child[k]);
+    }
+    return TM_OK;
+  }
+  const int32_t *off = v->values;
+  int64_t a = off[i], b = off[i + 1];
+  if (a == b) return push_absent(w, l0, leaf_count(&v->type), r, d, err); /* empty */
+  tm_colview c = tm_colview_child(v, 0);
+  for (int64_t j = a; j < b; j++) {
+    int rr = j == a ? r : rl + 1;
+    if (v->type.id == TM_TYPE_LIST) {
+      TM_TRY(shred(w, col, l0, &c, j, nt->nullable[0], rr, d + 1, rl + 1, err));
+      continue;
+    }
+    /* MAP: the entry (never null): its key (never null) and value. */
+    const tm_ntype *et = nt->child[0].nested;
+    tm_colview key = tm_colview_child(&c, 0), value = tm_colview_child(&c, 1);
+    TM_TRY(shred(w, col, l0, &key, j, false, rr, d + 1, rl + 1, err));
+    TM_TRY(shred(w, col, l0 + leaf_count(&et->child[0]), &value, j, et->nullable[1], rr, d + 1,
+                 rl + 1, err));
+  }
+  return TM_OK;
+}
+
+/* Appends RLE levels with their 4-byte length to w->page. */
+static int put_levels(tm_parquet_writer *w, const uint32_t *lv, size_t n, int max, tm_error *err) {
+  void *p;
+  TM_TRY(tm_buf_extend(&w->page, 4, &p, err));
+  size_t start = w->page.len;
+  TM_TRY(tm_parquet__rle_encode(&w->page, lv, n, tm_parquet__bit_width((uint64_t)max), err));
+  uint32_t len = (uint32_t)(w->page.len - start);
+  memcpy(w->page.ptr + start - 4, &len, 4);
+  return TM_OK;
+}
+
+/* Writes leaf lf's chunk of this row group (its levels and values), then clears them. */
+static int write_leaf_chunk(tm_parquet_writer *w, leaf *lf, chunk_meta *m, tm_error *err) {
+  memset(m, 0, sizeof *m);
+  tm_buf_init(&m->min, STATS_MAX_BYTES + 16);
+  tm_buf_init(&m->max, STATS_MAX_BYTES + 16);
+  m->codec = (int32_t)w->opts.codec;
+  m->num_values = (int64_t)lf->n;
+  m->dict_page_offset = -1;
+  if (tm_type_is_var(&lf->vals.type) && lf->vals.values.len == 0) {
+    int32_t zero = 0;
+    TM_TRY(tm_buf_append(&lf->vals.values, &zero, 4, err));
+  }
+  tm_colview vv = builder_view(&lf->vals);
+  TM_TRY(chunk_stats(w, &vv, &lf->layout, m, err));
+  m->null_count = lf->nulls;
+  tm_buf_clear(&w->chunk);
+  m->data_page_offset = (int64_t)w->offset;
+  size_t per_page = (size_t)rows_per_page(w, &vv, &lf->layout);
+  size_t e = 0;
+  int64_t vi = 0;
+  do {
+    /* A page ends at a row boundary (repetition level 0). */
+    size_t end = e + per_page < lf->n ? e + per_page : lf->n;
+    while (end < lf->n && lf->rep[end] != 0) end++;
+    tm_buf_clear(&w->page);
+    if (lf->max_rep > 0) TM_TRY(put_levels(w, lf->rep + e, end - e, lf->max_rep, err));
+    if (lf->max_def > 0) TM_TRY(put_levels(w, lf->def + e, end - e, lf->max_def, err));
+    int64_t nv = 0;
+    for (size_t k = e; k < end; k++) nv += lf->def[k] == (uint32_t)lf->max_def;
+    TM_TRY(plain_values(w, &vv, &lf->layout, vi, vi + nv, err));
+    vi += nv;
+    m->encodings |= (1u << ENC_PLAIN) | (1u << ENC_RLE);
+    TM_TRY(flush_page(w, TM_PQ_PAGE_DATA, (int32_t)(end - e), ENC_PLAIN, m, err));
+    e = end;
+  } while (e < lf->n);
+  TM_TRY(emit(w, w->chunk.ptr, w->chunk.len, err));
+  lf->n = 0;
+  lf->nulls = 0;
+  tm_colbuilder_reset(&lf->vals);
+  return TM_OK;
+}
+
+/* Shreds nested column ci's buffered rows and writes one chunk per leaf into ms. */
+static int write_nested(tm_parquet_writer *w, size_t ci, chunk_meta *ms, tm_error *err) {
+  struct ArrowArray arr;
+  memset(&arr, 0, sizeof arr);
+  const tm_column *c = &w->schema.cols[ci];
+  TM_TRY(tm_colbuilder_finish(&w->cols[ci], &arr, err));
+  tm_colview v = tm_colview_of(&arr, &c->type);
+  size_t l0 = w->first_leaf[ci], nl = leaf_count(&c->type);
+  int rc = TM_OK;
+  for (int64_t i = 0; i < v.length && rc == TM_OK; i++)
+    rc = shred(w, ci, l0, &v, i, c->nullable, 0, 0, 0, err);
+  if (arr.release) arr.release(&arr);
+  for (size_t k = 0; k < nl && rc == TM_OK; k++)
+    rc = write_leaf_chunk(w, &w->leaves[l0 + k], &ms[k], err);
+  return rc;
+}
+
 int tm_parquet_writer_flush(tm_parquet_writer *w, tm_error *err) {
   if (w->failed) return tm_error_set(err, TM_EINVALID, "Parquet writer failed earlier");
   if (w->rg_rows == 0) return TM_OK;
@@ -665,24 +943,34 @@ int tm_parquet_writer_flush(tm_parquet_writer *w, tm_error *err) {
   memset(&g, 0, sizeof g);
   g.num_rows = w->rg_rows;
   g.file_offset = (int64_t)w->offset;
-  g.cols = tm_calloc(n ? n : 1, sizeof *g.cols);
+  g.cols = tm_calloc(w->n_chunks ? w->n_chunks : 1, sizeof *g.cols);
   int rc = TM_OK;
   if (!g.cols) {
     rc = tm_error_nomem(err);
     goto fail;
   }
+  size_t k = 0; /* the next chunk */
   for (size_t i = 0; i < n; i++) {
-    /* Var-width columns without rows still need their leading offset. */
     tm_colbuilder *cb = &w->cols[i];
-    if (tm_type_is_var(&cb->type) && cb->values.len == 0) {
-      int32_t zero = 0;
-      TM_CHECK(tm_buf_append(&cb->values, &zero, 4, err));
+    size_t nk = 1;
+    if (w->first_leaf[i] != SIZE_MAX) {
+      nk = leaf_count(&cb->type);
+      rc = write_nested(w, i, &g.cols[k], err);
+    } else {
+      /* Var-width columns without rows still need their leading offset. */
+      if (tm_type_is_var(&cb->type) && cb->values.len == 0) {
+        int32_t zero = 0;
+        TM_CHECK(tm_buf_append(&cb->values, &zero, 4, err));
+      }
+      tm_colview v = builder_view(cb);
+      rc = write_chunk(w, i, &v, &g.cols[k], err);
     }
-    tm_colview v = builder_view(cb);
-    rc = write_chunk(w, i, &v, &g.cols[i], err);
     if (rc < 0) goto fail;
-    g.total_compressed += g.cols[i].compressed;
-    g.total_uncompressed += g.cols[i].uncompressed;
+    for (size_t j = k; j < k + nk; j++) {
+      g.total_compressed += g.cols[j].compressed;
+      g.total_uncompressed += g.cols[j].uncompressed;
+    }
+    k += nk;
     tm_colbuilder_reset(cb);
   }
   TM_CHECK(tm_vec_push(&w->rgs, &g, err));
@@ -690,15 +978,20 @@ int tm_parquet_writer_flush(tm_parquet_writer *w, tm_error *err) {
   return TM_OK;
 done:
 fail:
-  dispose_rg(&g, n);
+  dispose_rg(&g, w->n_chunks);
   w->failed = true;
   return rc;
 }
 
+static size_t builder_bytes(const tm_colbuilder *cb) {
+  size_t b = cb->values.len + cb->data.len + cb->validity.len;
+  for (size_t k = 0; k < cb->n_children; k++) b += builder_bytes(&cb->children[k]);
+  return b;
+}
+
 static size_t buffered_bytes(const tm_parquet_writer *w) {
   size_t b = 0;
-  for (size_t i = 0; i < w->schema.n_cols; i++)
-    b += w->cols[i].values.len + w->cols[i].data.len + w->cols[i].validity.len;
+  for (size_t i = 0; i < w->schema.n_cols; i++) b += builder_bytes(&w->cols[i]);
   return b;
 }
 
@@ -819,6 +1112,58 @@ static void write_kv(tm_thrift_writer *t, const char *k, const char *v) {
   tm_thrift_write_struct_end(t);
 }
 
+/* A group element: repetition, name, children, and LIST or MAP annotations (kind 0: none). */
+static void write_group(tm_thrift_writer *t, int repetition, const char *name, size_t n_children,
+                        int kind, int32_t field_id) {
+  tm_thrift_write_struct_begin(t);
+  tm_thrift_write_field_i32(t, 3, repetition);
+  tm_thrift_write_field_binary(t, 4, name, strlen(name));
+  tm_thrift_write_field_i32(t, 5, (int32_t)n_children);
+  if (kind) tm_thrift_write_field_i32(t, 6, kind == TM_TYPE_LIST ? TM_PQ_CT_LIST : TM_PQ_CT_MAP);
+  if (field_id >= 0) tm_thrift_write_field_i32(t, 9, field_id);
+  if (kind) {
+    tm_thrift_write_field_struct(t, 10);
+    tm_thrift_write_field_struct(t, kind == TM_TYPE_LIST ? TM_PQ_LT_LIST : TM_PQ_LT_MAP);
+    tm_thrift_write_struct_end(t);
+    tm_thrift_write_struct_end(t);
+  }
+  tm_thrift_write_struct_end(t);
+}
+
+/* The schema elements of a nested field, depth first; *lf walks the leaves in order. */
+static void write_elements(tm_thrift_writer *t, const tm_type *ty, bool nullable,
+                           const char *name, int32_t field_id, const leaf **lf) {
+  int rep = nullable ? TM_PQ_OPTIONAL : TM_PQ_REQUIRED;
+  if (!tm_type_is_nested(ty)) {
+    const leaf *l = (*lf)++;
+    tm_thrift_write_struct_begin(t);
+    tm_thrift_write_field_i32(t, 1, l->layout.phys);
+    if (l->layout.type_length > 0) tm_thrift_write_field_i32(t, 2, l->layout.type_length);
+    tm_thrift_write_field_i32(t, 3, rep);
+    tm_thrift_write_field_binary(t, 4, name, strlen(name));
+    write_logical_and_converted(t, &l->c, &l->layout);
+    tm_thrift_write_struct_end(t);
+    return;
+  }
+  const tm_ntype *nt = ty->nested;
+  if (ty->id == TM_TYPE_STRUCT) {
+    write_group(t, rep, name, nt->n, 0, field_id);
+    for (size_t k = 0; k < nt->n; k++)
+      write_elements(t, &nt->child[k], nt->nullable[k], nt->name[k], -1, lf);
+    return;
+  }
+  write_group(t, rep, name, 1, ty->id, field_id);
+  if (ty->id == TM_TYPE_LIST) {
+    write_group(t, TM_PQ_REPEATED, "list", 1, 0, -1);
+    write_elements(t, &nt->child[0], nt->nullable[0], "element", -1, lf);
+    return;
+  }
+  const tm_ntype *et = nt->child[0].nested;
+  write_group(t, TM_PQ_REPEATED, "key_value", 2, 0, -1);
+  write_elements(t, &et->child[0], false, "key", -1, lf);
+  write_elements(t, &et->child[1], et->nullable[1], "value", -1, lf);
+}
+
 static int write_footer(tm_parquet_writer *w, tm_error *err) {
   tm_buf footer = TM_BUF_INIT(TM_PQ_MAX_FOOTER);
   tm_thrift_writer t;
@@ -826,8 +1171,10 @@ static int write_footer(tm_parquet_writer *w, tm_error *err) {
   size_t n = w->schema.n_cols;
   tm_thrift_write_struct_begin(&t);
   tm_thrift_write_field_i32(&t, 1, 2);
-  /* schema: root, then one element per column */
-  tm_thrift_write_field_list(&t, 2, TM_THRIFT_STRUCT, (uint32_t)(n + 1));
+  /* schema: root, then each column's elements (a nested column's groups and leaves) */
+  size_t n_elems = 1;
+  for (size_t i = 0; i < n; i++) n_elems += element_count(&w->schema.cols[i].type);
+  tm_thrift_write_field_list(&t, 2, TM_THRIFT_STRUCT, (uint32_t)n_elems);
   tm_thrift_write_struct_begin(&t);
   tm_thrift_write_field_binary(&t, 4, "schema", 6);
   tm_thrift_write_field_i32(&t, 5, (int32_t)n);
@@ -835,6 +1182,11 @@ static int write_footer(tm_parquet_writer *w, tm_error *err) {
   for (size_t i = 0; i < n; i++) {
     const tm_column *c = &w->schema.cols[i];
     const col_layout *l = &w->layout[i];
+    if (w->first_leaf[i] != SIZE_MAX) {
+      const leaf *lf = &w->leaves[w->first_leaf[i]];
+      write_elements(&t, &c->type, c->nullable, c->name, c->field_id, &lf);
+      continue;
+    }
     tm_thrift_write_struct_begin(&t);
     tm_thrift_write_field_i32(&t, 1, l->phys);
     if (l->type_length > 0) tm_thrift_write_field_i32(&t, 2, l->type_length);
@@ -848,11 +1200,19 @@ static int write_footer(tm_parquet_writer *w, tm_error *err) {
   for (size_t g = 0; g < w->rgs.len; g++) {
     const rg_meta *rg = tm_vec_at(&w->rgs, g);
     tm_thrift_write_struct_begin(&t);
-    tm_thrift_write_field_list(&t, 1, TM_THRIFT_STRUCT, (uint32_t)n);
-    for (size_t i = 0; i < n; i++) {
-      const chunk_meta *m = &rg->cols[i];
-      const col_layout *l = &w->layout[i];
-      const tm_column *c = &w->schema.cols[i];
+    tm_thrift_write_field_list(&t, 1, TM_THRIFT_STRUCT, (uint32_t)w->n_chunks);
+    for (size_t k = 0, i = 0, leaf_i = 0; k < w->n_chunks; k++) {
+      /* Chunk k: flat column i, or leaf leaf_i of nested column i. */
+      const chunk_meta *m = &rg->cols[k];
+      const leaf *lf = NULL;
+      if (w->first_leaf[i] != SIZE_MAX) {
+        lf = &w->leaves[w->first_leaf[i] + leaf_i];
+        if (++leaf_i == leaf_count(&w->schema.cols[i].type)) leaf_i = 0, i++;
+      } else {
+        i++;
+      }
+      const col_layout *l = lf ? &lf->layout : &w->layout[i - (lf ? 0 : 1)];
+      const tm_column *c = lf ? NULL : &w->schema.cols[i - 1];
       int64_t start = m->dict_page_offset >= 0 ? m->dict_page_offset : m->data_page_offset;
       tm_thrift_write_struct_begin(&t);
       tm_thrift_write_field_i64(&t, 2, start);
@@ -862,8 +1222,14 @@ static int write_footer(tm_parquet_writer *w, tm_error *err) {
       tm_thrift_write_field_list(&t, 2, TM_THRIFT_I32, n_enc);
       for (int e = 0; e < 32; e++)
         if (m->encodings & (1u << e)) tm_thrift_write_i32(&t, e);
-      tm_thrift_write_field_list(&t, 3, TM_THRIFT_BINARY, 1);
-      tm_thrift_write_binary(&t, c->name, strlen(c->name));
+      if (lf) {
+        tm_thrift_write_field_list(&t, 3, TM_THRIFT_BINARY, (uint32_t)lf->n_path);
+        for (size_t p = 0; p < lf->n_path; p++)
+          tm_thrift_write_binary(&t, lf->path[p], strlen(lf->path[p]));
+      } else {
+        tm_thrift_write_field_list(&t, 3, TM_THRIFT_BINARY, 1);
+        tm_thrift_write_binary(&t, c->name, strlen(c->name));
+      }
       tm_thrift_write_field_i32(&t, 4, m->codec);
       tm_thrift_write_field_i64(&t, 5, m->num_values);
       tm_thrift_write_field_i64(&t, 6, m->uncompressed);
@@ -900,8 +1266,8 @@ static int write_footer(tm_parquet_writer *w, tm_error *err) {
   }
   const char *created_by = "tidemark version " TM_VERSION;
   tm_thrift_write_field_binary(&t, 6, created_by, strlen(created_by));
-  tm_thrift_write_field_list(&t, 7, TM_THRIFT_STRUCT, (uint32_t)n);
-  for (size_t i = 0; i < n; i++) {
+  tm_thrift_write_field_list(&t, 7, TM_THRIFT_STRUCT, (uint32_t)w->n_chunks);
+  for (size_t i = 0; i < w->n_chunks; i++) {
     tm_thrift_write_struct_begin(&t); /* ColumnOrder */
     tm_thrift_write_field_struct(&t, 1); /* TYPE_ORDER */
     tm_thrift_write_struct_end(&t);
