@@ -277,6 +277,45 @@ int tm_duck__delete_where(tm_engine_txn *base, const char *where_sql, int64_t *n
   return TM_OK;
 }
 
+/* Positions of one file per DELETE: the statement stays a few tens of KB. */
+#define DELETE_IN_MAX 4096
+
+/*
+ * One DELETE per file, naming its positions (at most DELETE_IN_MAX per
+ * statement): `_tm_seq = S AND _tm_file = F [AND _tm_pos IN (...)]`. Rows
+ * are stored in data sequence number order (a commit's files arrive after
+ * older ones), so DuckDB's zone maps on _tm_seq and _tm_file keep the row
+ * groups of that file and skip the others (SPEC E4).
+ */
+int tm_duck__delete_provenance(tm_engine_txn *base, const tm_batch *keys, int64_t *n_out,
+                               tm_error *err) {
+  bool by_pos = keys->schema.n_cols == 3;
+  tm_colview seq = tm_batch_col(keys, 0), file = tm_batch_col(keys, 1);
+  tm_colview pos = by_pos ? tm_batch_col(keys, 2) : seq;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = TM_OK;
+  *n_out = 0;
+  for (int64_t i = 0; i < keys->n_rows && rc == TM_OK;) {
+    int64_t s = tm_colview_int(&seq, i), f = tm_colview_int(&file, i);
+    tm_buf_clear(&sql);
+    rc = tm_buf_printf(&sql, err, "_tm_seq = %lld AND _tm_file = %lld", (long long)s, (long long)f);
+    int64_t j = i + 1;
+    if (by_pos && rc == TM_OK) {
+      rc = tm_buf_printf(&sql, err, " AND _tm_pos IN (%lld", (long long)tm_colview_int(&pos, i));
+      while (rc == TM_OK && j < keys->n_rows && j - i < DELETE_IN_MAX &&
+             tm_colview_int(&seq, j) == s && tm_colview_int(&file, j) == f)
+        rc = tm_buf_printf(&sql, err, ",%lld", (long long)tm_colview_int(&pos, j++));
+      if (rc == TM_OK) rc = tm_buf_puts(&sql, ")", err);
+    }
+    int64_t n = 0;
+    if (rc == TM_OK) rc = tm_duck__delete_where(base, tm_buf_cstr(&sql), &n, err);
+    *n_out += n;
+    i = j;
+  }
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
 /* ceil(a / b) for b > 0. */
 static __int128 ceil_div(__int128 a, __int128 b) {
   __int128 q = a / b;
