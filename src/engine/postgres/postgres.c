@@ -51,7 +51,7 @@
 #define META_TABLE "tidemark_meta"
 #define STATE_TABLE "tidemark_state"
 #define STAGE_TABLE "pg_temp.tm_stage"
-#define SEQ_COLUMN "_tm_seq" /* the stage's arrival number (not the provenance's TM_PROV_SEQ) */
+#define SEQ_COLUMN "_tm_arrival" /* the stage's arrival number (not a provenance column) */
 /* Positions of one file per DELETE (an int8[] parameter). */
 #define DELETE_IN_MAX 4096
 /* The advisory lock that serializes tidemark's DDL (creating the shared tables). */

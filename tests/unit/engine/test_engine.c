@@ -1234,14 +1234,14 @@ static void make_keys(tm_batch *out, size_t n_cols, const int64_t *keys, size_t 
   tm_schema_dispose(&s);
 }
 
-static tm_engine *open_prov(const engine_case *c, bool keyed) {
+static tm_engine *open_prov(const engine_case *c, bool keyed, const char *on_conflict) {
   tm_error err;
   tm_schema s;
   prov_schema(&s);
   tm_engine_options o;
   tm_kv oc;
   const char *pk[1];
-  open_params p = {keyed, keyed ? "drop" : NULL, keyed ? "provk" : "prov"};
+  open_params p = {keyed, on_conflict, keyed ? on_conflict : "prov"};
   fill_options(&o, c, &p, &oc, pk);
   o.dataset = "prov";
   tm_engine *e = NULL;
@@ -1291,7 +1291,7 @@ TM_TEST(engine_e4_delete_provenance) {
   tm_error err;
   for (size_t i = 0; i < N_CASES; i++) {
     const engine_case *c = &k_cases[i];
-    tm_engine *e = open_prov(c, false);
+    tm_engine *e = open_prov(c, false, NULL);
     /* Files 111 (seq 1, 100 rows), 222 (seq 2, 50 rows), 333 (seq 2, 10 rows). */
     prov_row rows[160];
     char vals[160][16];
@@ -1363,7 +1363,7 @@ TM_TEST(engine_e6_key_readded_after_provenance_delete) {
   tm_error err;
   for (size_t i = 0; i < N_CASES; i++) {
     const engine_case *c = &k_cases[i];
-    tm_engine *e = open_prov(c, true);
+    tm_engine *e = open_prov(c, true, "drop");
     prov_row old_rows[] = {{1, 100, "old", 1, 111, 0}, {2, 100, "two", 1, 111, 1}};
     /* Older time and a drop rule: without the delete, both engines would keep "old". */
     prov_row new_rows[] = {{1, 50, "new", 2, 444, 0}};
@@ -1384,6 +1384,24 @@ TM_TEST(engine_e6_key_readded_after_provenance_delete) {
     TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, &info, &err), &err);
     TM_ASSERT_INT_EQ(info.rows_after, 2);
     ASSERT_DUMP(e, "1@50=new;2@100=two");
+    tm_engine_release(e);
+
+    /* Repeated keys resolve by arrival (or time), never by the provenance columns' values. */
+    e = open_prov(c, true, "upsert");
+    prov_row first[] = {{7, 100, "stored", 5, 555, 0}};
+    prov_row later[] = {{7, 100, "a", 9, 999, 0}, {7, 100, "b", 1, 111, 0}, {8, 100, "x", 0, 0, 0}};
+    make_prov_rows(&b, first, 1);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+    tm_batch_release(&b);
+    make_prov_rows(&b, later, 3);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, &info, &err), &err);
+    tm_batch_release(&b);
+    /* Equal times: the later arrival wins on cayenne too. */
+    ASSERT_DUMP(e, "7@100=b;8@100=x");
     tm_engine_release(e);
   }
 }
