@@ -89,8 +89,8 @@ rm -rf "$w"/.tidemark
 config full sqlite
 refresh | sed 's/^/   /'
 sq_full_ms=$(inner_ms)
-full_db=$(find "$w/.tidemark" -name '*.db' | head -n1)
-full_bytes=$(stat -c %s "$full_db")
+db=$w/.tidemark/data/t # the default sqlite_file
+full_bytes=$(stat -c %s "$db")
 echo "   full reload ${sq_full_ms} ms; file $((full_bytes / 1048576)) MiB"
 rm -rf "$w"/.tidemark
 config "$mode" sqlite
@@ -107,7 +107,6 @@ node "$TM_SOURCE_DIR/tests/node/duckdb-query.mjs" "COPY (SELECT range AS id, ran
 refresh | sed 's/^/   /'
 sq_add_ms=$(inner_ms)
 echo "   1,000 rows added applied in $(ratio "$sq_add_ms" "$sq_full_ms"); $(verdict "$sq_add_ms" "$sq_full_ms"); rows now $(count)"
-db=$(find "$w/.tidemark" -name '*.db' | head -n1)
 if command -v sqlite3 >/dev/null && ix=$(sqlite3 -readonly "$db" "SELECT sum(pgsize) FROM dbstat WHERE name LIKE '%__tm_prov'" 2>/dev/null) && [[ -n $ix ]]; then
   echo "   file $(( $(stat -c %s "$db") / 1048576 )) MiB (full dataset: $((full_bytes / 1048576)) MiB), of which the provenance index $((ix / 1048576)) MiB"
 else

@@ -89,6 +89,10 @@ sql "SELECT * FROM pg LIMIT 1"
 assert_eq "$(jq -r '.[0] | keys | join(",")' <<<"$BODY")" "id,ts,v" "the provenance columns are hidden (postgres)"
 # E4: postgres deletes by provenance through an index (sqlite's plan: the unit test engine_e4_delete_provenance).
 assert_contains "$(pg_psql -c "SELECT indexdef FROM pg_indexes WHERE tablename = 'pg'")" "(_tm_seq, _tm_file, _tm_pos)"
+# ... and the engine's DELETE shapes can search it (the planner picks it over a scan once the table is large).
+for cond in "_tm_file = 2" "_tm_file = 2 AND _tm_pos = ANY('{3,4}'::int8[])"; do
+  assert_contains "$(pg_psql -c "SET enable_seqscan = off; EXPLAIN DELETE FROM pg WHERE _tm_seq = 1 AND $cond")" "tm_pv_"
+done
 ice_append wh/v2 "4,2026-01-01T00:00:03Z,d" "4,2026-01-01T00:00:03Z,d" "5,2026-01-01T00:00:04Z,e"
 step "changes +3 -0" "append with a duplicate row"
 tm iceberg delete wh/v2 --where "id = 2" >/dev/null
