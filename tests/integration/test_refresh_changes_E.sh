@@ -151,7 +151,7 @@ stop_server
 tm iceberg create wh/v3 --schema "$ICE_SCHEMA" --format-version 3 >/dev/null
 ice_append wh/v3 "1,2026-01-01T00:00:00Z,a" "2,2026-01-01T00:00:01Z,b" "3,2026-01-01T00:00:02Z,c" "4,2026-01-01T00:00:03Z,d"
 rm -rf .tidemark
-pg_psql -c "DROP SCHEMA public CASCADE; CREATE SCHEMA public"
+pg_psql -c "SET client_min_messages = warning; DROP SCHEMA public CASCADE; CREATE SCHEMA public"
 config wh/v3
 start_server tm.yaml
 wait_until 60 is_ready || fail "not ready (v3)"
