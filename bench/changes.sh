@@ -8,6 +8,11 @@
 #   3. a no-change refresh, and the files it opens (target: only the
 #      metadata file, no manifest list, manifest or data file);
 # each with its ratio to the full reload (targets: < 0.5 s and <= 1/20).
+# Then engine sqlite (file mode), the same way against its own full reload:
+#   4. a full reload into sqlite, the first load of a sqlite changes dataset,
+#      1,000 rows deleted by position deletes and 1,000 rows added, applied
+#      (deletes: native DELETEs through the provenance index, SPEC E4), and
+#      the space of that index (BENCH_CHANGES_SQLITE=0 skips this part).
 # The mode under test is BENCH_CHANGES_MODE (default `changes`; when the
 # runtime refuses it, the run says so and measures `full` instead, whose
 # "applied" figures are then full reloads).
@@ -30,8 +35,8 @@ w=$(mktemp -d "${TMPDIR:-/tmp}/tm-bench-changes-XXXXXX")
 trap 'rm -rf "$w"' EXIT
 cp -a "$base/wh" "$w/wh"
 mode=${BENCH_CHANGES_MODE:-changes}
-config() { # MODE
-  printf 'datasets:\n  - from: iceberg:file://wh/t\n    name: t\n    acceleration: {refresh_mode: %s, mode: file}\n' "$1" >"$w/tm.yaml"
+config() { # MODE [ENGINE]
+  printf 'datasets:\n  - from: iceberg:file://wh/t\n    name: t\n    acceleration: {refresh_mode: %s, mode: file%s}\n' "$1" "${2:+, engine: $2}" >"$w/tm.yaml"
 }
 refresh() { (cd "$w" && TIDEMARK_LOG=info "$tm" refresh -c tm.yaml "$@" 2>"$w/log"); }
 inner_ms() { sed -n 's/.*refresh finished:.*; \([0-9.]*\) ms$/\1/p' "$w/log" | tail -n1; }
@@ -77,3 +82,33 @@ echo "-- 3. a no-change refresh"
 refresh | sed 's/^/   /'
 none_ms=$(inner_ms)
 echo "   $(ratio "$none_ms" "$full_ms"); opens: $(opens)"
+
+[[ ${BENCH_CHANGES_SQLITE:-1} == 0 ]] && exit 0
+echo "-- 4. engine sqlite (file mode)"
+rm -rf "$w"/.tidemark
+config full sqlite
+refresh | sed 's/^/   /'
+sq_full_ms=$(inner_ms)
+db=$w/.tidemark/data/t # the default sqlite_file
+full_bytes=$(stat -c %s "$db")
+echo "   full reload ${sq_full_ms} ms; file $((full_bytes / 1048576)) MiB"
+rm -rf "$w"/.tidemark
+config "$mode" sqlite
+refresh >/dev/null
+echo "   first load of the $mode dataset $(inner_ms) ms"
+lo=$(( rows / 4 ))
+(cd "$w" && "$tm" iceberg delete wh/t --where "id >= $lo AND id < $((lo + 1000))" >/dev/null)
+refresh | sed 's/^/   /'
+sq_del_ms=$(inner_ms)
+echo "   1,000 rows deleted (position deletes) applied in $(ratio "$sq_del_ms" "$sq_full_ms"); $(verdict "$sq_del_ms" "$sq_full_ms"); rows now $(count)"
+node "$TM_SOURCE_DIR/tests/node/duckdb-query.mjs" "COPY (SELECT range AS id, range % 1000 AS k, 'new-' || range AS v
+      FROM range($rows + 2001, $rows + 3001)) TO '$w/add2.parquet' (FORMAT PARQUET)" >/dev/null
+(cd "$w" && "$tm" iceberg append wh/t add2.parquet >/dev/null)
+refresh | sed 's/^/   /'
+sq_add_ms=$(inner_ms)
+echo "   1,000 rows added applied in $(ratio "$sq_add_ms" "$sq_full_ms"); $(verdict "$sq_add_ms" "$sq_full_ms"); rows now $(count)"
+if command -v sqlite3 >/dev/null && ix=$(sqlite3 -readonly "$db" "SELECT sum(pgsize) FROM dbstat WHERE name LIKE '%__tm_prov'" 2>/dev/null) && [[ -n $ix ]]; then
+  echo "   file $(( $(stat -c %s "$db") / 1048576 )) MiB (full dataset: $((full_bytes / 1048576)) MiB), of which the provenance index $((ix / 1048576)) MiB"
+else
+  echo "   file $(( $(stat -c %s "$db") / 1048576 )) MiB (full dataset: $((full_bytes / 1048576)) MiB)"
+fi

@@ -500,6 +500,33 @@ int tm_engine_txn_delete_where(tm_engine_txn *t, const char *where_sql, int64_t 
   return TM_OK;
 }
 
+int tm_engine_txn_delete_provenance(tm_engine_txn *t, const tm_batch *keys, int64_t *n_out,
+                                    tm_error *err) {
+  const char *ds = t->engine->cfg.dataset;
+  if (n_out) *n_out = 0;
+  if (tm_engine_hidden_columns(&t->engine->schema) != TM_PROV_COLUMNS)
+    return tm_error_set(err, TM_EINVALID,
+                        "dataset '%s': no provenance columns to delete by (refresh_mode: changes)", ds);
+  size_t n = keys->schema.n_cols;
+  if (n != 2 && n != 3)
+    return tm_error_set(err, TM_EINVALID,
+                        "dataset '%s': provenance keys have %zu columns (want seq, file[, pos])", ds, n);
+  for (size_t c = 0; c < n; c++) {
+    tm_colview v = tm_batch_col(keys, c);
+    if (keys->schema.cols[c].type.id != TM_TYPE_INT64)
+      return tm_error_set(err, TM_EINVALID, "dataset '%s': provenance key column %zu is not int64",
+                          ds, c);
+    for (int64_t r = 0; r < keys->n_rows; r++)
+      if (tm_colview_is_null(&v, r))
+        return tm_error_set(err, TM_EINVALID, "dataset '%s': a provenance key is NULL", ds);
+  }
+  if (keys->n_rows == 0) return TM_OK;
+  int64_t k = 0;
+  TM_TRY(t->engine->vt->delete_provenance(t, keys, &k, err));
+  if (n_out) *n_out = k;
+  return TM_OK;
+}
+
 int tm_engine_txn_delete_before(tm_engine_txn *t, int64_t sec, int32_t nsec, int64_t *n_out,
                                 tm_error *err) {
   int64_t n = 0;

@@ -276,7 +276,7 @@ const char *tm_superseded_reason_name(tm_superseded_reason r);
 
 typedef struct tm_engine_commit_info {
   int64_t rows_written;   /* rows the commit stored (after conflict resolution) */
-  int64_t rows_deleted;   /* stored rows removed by delete_where / delete_before */
+  int64_t rows_deleted;   /* stored rows removed by delete_where / delete_provenance / delete_before */
   int64_t rows_superseded[TM_SUPERSEDED__COUNT];
   int64_t rows_after;     /* live rows once committed */
 } tm_engine_commit_info;
@@ -309,6 +309,23 @@ int tm_engine_txn_write(tm_engine_txn *t, const tm_batch *b, tm_error *err) TM_W
  */
 int tm_engine_txn_delete_where(tm_engine_txn *t, const char *where_sql, int64_t *n_out,
                                tm_error *err) TM_WARN_UNUSED;
+
+/**
+ * Deletes the stored rows whose provenance (refresh_mode: changes, SPEC E2,
+ * E4) keys names. keys: a batch of two or three int64 columns, (seq, file)
+ * for every row of those data files, or (seq, file, pos) for those rows:
+ * the delete batches of a TM_SCAN_CHANGES scan (source.h), in their order
+ * (rows of one file together). The engine's schema must end with the
+ * provenance columns (tm_engine_hidden_columns). Each engine reaches the
+ * rows without scanning the acceleration (E4): the DuckDB engines through
+ * the zone maps of rows stored in sequence order, sqlite and postgres
+ * through their index on (_tm_seq, _tm_file, _tm_pos). Among the rows the
+ * transaction sees. *n_out (may be NULL): rows deleted.
+ * Errors: TM_EINVALID (no provenance columns; keys of another shape or
+ * with NULLs), TM_EIO.
+ */
+int tm_engine_txn_delete_provenance(tm_engine_txn *t, const tm_batch *keys, int64_t *n_out,
+                                    tm_error *err) TM_WARN_UNUSED;
 
 /**
  * Deletes the rows whose time column is older than the instant (sec, nsec)
@@ -413,7 +430,7 @@ int tm_engine_relation(tm_engine *e, tm_buf *out, tm_error *err) TM_WARN_UNUSED;
  * include each other.
  */
 
-#define TM_ENGINE_VTABLE_VERSION 3
+#define TM_ENGINE_VTABLE_VERSION 4
 
 typedef struct tm_engine_vtable {
   int version; /* TM_ENGINE_VTABLE_VERSION */
@@ -425,6 +442,8 @@ typedef struct tm_engine_vtable {
   int (*begin)(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err);
   int (*write)(tm_engine_txn *t, const tm_batch *b, tm_error *err);
   int (*delete_where)(tm_engine_txn *t, const char *where_sql, int64_t *n_out, tm_error *err);
+  /* keys checked by tm_engine_txn_delete_provenance: 2 or 3 int64 columns, no NULL, n_rows > 0 */
+  int (*delete_provenance)(tm_engine_txn *t, const tm_batch *keys, int64_t *n_out, tm_error *err);
   int (*delete_before)(tm_engine_txn *t, int64_t sec, int32_t nsec, int64_t *n_out,
                        tm_error *err);
   int (*commit)(tm_engine_txn *t, const tm_kv *state, tm_engine_commit_info *info,

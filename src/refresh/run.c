@@ -403,38 +403,14 @@ static int filter_by_bound(run *r, const tm_time_bound *bound, tm_batch **cur, t
 
 /*
  * A delete batch of a changes scan (source.h): [seq, file] deletes every row
- * of those files, [seq, file, pos] those positions of one file. The
- * condition names the provenance columns only: DuckDB prunes row groups by
- * _tm_seq (rows are stored in sequence-number order), so it costs the rows
- * of that commit's files, not the acceleration (E4).
+ * of those files, [seq, file, pos] those positions. The engine finds them by
+ * provenance without scanning the acceleration (E4, engine.h).
  */
-#define DELETE_IN_MAX 4096
 static int delete_rows(run *r, tm_engine_txn *txn, const tm_batch *b) {
-  bool by_pos = b->schema.n_cols == 3;
-  tm_colview seq = tm_batch_col(b, 0), file = tm_batch_col(b, 1);
-  tm_colview pos = by_pos ? tm_batch_col(b, 2) : seq;
-  tm_buf sql = TM_BUF_INIT(1 << 20);
-  int rc = TM_OK;
-  for (int64_t i = 0; i < b->n_rows && rc == TM_OK;) {
-    int64_t s = tm_colview_int(&seq, i), f = tm_colview_int(&file, i);
-    tm_buf_clear(&sql);
-    rc = tm_buf_printf(&sql, r->err, TM_PROV_SEQ " = %lld AND " TM_PROV_FILE " = %lld", (long long)s,
-                       (long long)f);
-    int64_t j = i + 1;
-    if (by_pos && rc == TM_OK) {
-      rc = tm_buf_printf(&sql, r->err, " AND " TM_PROV_POS " IN (%lld", (long long)tm_colview_int(&pos, i));
-      while (rc == TM_OK && j < b->n_rows && j - i < DELETE_IN_MAX && tm_colview_int(&seq, j) == s &&
-             tm_colview_int(&file, j) == f)
-        rc = tm_buf_printf(&sql, r->err, ",%lld", (long long)tm_colview_int(&pos, j++));
-      if (rc == TM_OK) rc = tm_buf_puts(&sql, ")", r->err);
-    }
-    int64_t n = 0;
-    if (rc == TM_OK) rc = tm_engine_txn_delete_where(txn, tm_buf_cstr(&sql), &n, r->err);
-    r->res->rows_deleted += n;
-    r->rows_offered += n;
-    i = j;
-  }
-  tm_buf_dispose(&sql);
+  int64_t n = 0;
+  int rc = tm_engine_txn_delete_provenance(txn, b, &n, r->err);
+  r->res->rows_deleted += n;
+  r->rows_offered += n;
   return rc;
 }
 

@@ -10,7 +10,7 @@
 # tests/node/changes-plans.mjs). The refresh mode under test is
 # TM_CHANGES_MODE (default changes; full must pass too). The harness must also catch a drift: an
 # append refresh keeps deleted rows (B12), which it has to report.
-# The long form (10+ plans, every snapshot and skipping several) is
+# Plan 3 runs on engine sqlite. The long form (10+ plans, every snapshot and skipping several) is
 # tests/stress/changes_plans.sh under TM_STRESS=1.
 source "$(dirname "$0")/lib.sh"
 mode=${TM_CHANGES_MODE:-changes}
@@ -22,6 +22,12 @@ plans() { node "$TM_SOURCE_DIR/tests/node/changes-plans.mjs" --bin "$TM_BIN" --d
 out=$(plans --first-plan 1 --plans 2 --snapshots 20 --mode "$mode" --engine cycle) || { echo "$out" >&2; fail "plans in mode $mode: a mismatch (seed $seed)"; }
 echo "$out" | grep '^plan\|^total' >&2
 assert_contains "$out" "40 snapshots compared, 0 mismatched, 0 truth failures, 0 plans refused (seed $seed, mode $mode"
+# Engine sqlite (SPEC E3 on every engine): plan 3 (v3, bucket[4](id)), 12 snapshots, each
+# refreshed and compared (the stress form's short run refreshes it every 4th snapshot).
+out=$(plans --first-plan 3 --plans 1 --snapshots 12 --mode "$mode" --engine sqlite) || { echo "$out" >&2; fail "sqlite plan in mode $mode: a mismatch (seed $seed)"; }
+echo "$out" | grep '^plan\|^total' >&2
+assert_contains "$out" "plan 3 (v3, bucket[4](id), engine sqlite"
+assert_contains "$out" "12 snapshots compared, 0 mismatched, 0 truth failures, 0 plans refused (seed $seed, mode $mode"
 # The harness catches drift: an append refresh of a plan with deletes must not match.
 out=$(plans --plans 1 --snapshots 6 --mode append --expect-drift) || { echo "$out" >&2; fail "the harness did not detect the append drift"; }
 assert_contains "$out" "MISMATCH seed $seed plan 0"

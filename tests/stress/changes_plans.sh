@@ -5,22 +5,14 @@
 # and every 5th snapshot (several snapshots applied at once); the acceleration
 # must equal the table at each compared snapshot (tests/node/changes-plans.mjs
 # says which reader is the truth for what). Mode: TM_CHANGES_MODE (default
-# changes; full works too). Engines: cayenne, duckdb, arrow, and sqlite where
-# the mode allows it (changes refuses sqlite when the config loads: checked
-# below, so that the day it is supported this test is told). TM_STRESS=1 runs
-# all of it; the short form (make check) runs plan 3 refreshed every 4th
-# snapshot — the every-snapshot short form is tests/integration/test_changes_plans.sh.
+# changes; full works too). Engines: cayenne, duckdb, arrow and sqlite in
+# turn (postgres needs a server: tests/integration/test_refresh_changes_E.sh).
+# TM_STRESS=1 runs all of it; the short form (make check) runs plan 3 (sqlite)
+# refreshed every 4th snapshot — the every-snapshot short form is tests/integration/test_changes_plans.sh.
 source "$(dirname "$0")/../integration/lib.sh"
 mode=${TM_CHANGES_MODE:-changes}
 seed=${TM_SEED:-1919}
 engines=default,duckdb,arrow,sqlite
-if [[ $mode == changes ]]; then
-  engines=default,duckdb,arrow
-  mkdir -p "$T/sqlite"
-  printf 'datasets:\n  - from: iceberg:file://wh/t\n    name: t\n    acceleration: {refresh_mode: changes, engine: sqlite, mode: file}\n' >"$T/sqlite/tm.yaml"
-  out=$(cd "$T/sqlite" && "$TM_BIN" refresh -c tm.yaml 2>&1) && fail "refresh_mode: changes on sqlite loaded; add sqlite to the engines of this test"
-  assert_contains "$out" "refresh_mode: changes is not available on engine sqlite"
-fi
 plans() { node "$TM_SOURCE_DIR/tests/node/changes-plans.mjs" --bin "$TM_BIN" --dir "$T" --seed "$seed" --mode "$mode" --engine cycle --engines "$engines" "$@"; }
 run() {
   local out rc=0

@@ -55,6 +55,8 @@ static inline tm_duck_engine *tm_duck_of(tm_engine *e) { return (tm_duck_engine 
 int tm_duck__begin(tm_engine *e, tm_txn_kind kind, tm_engine_txn **out, tm_error *err);
 int tm_duck__write(tm_engine_txn *t, const tm_batch *b, tm_error *err);
 int tm_duck__delete_where(tm_engine_txn *t, const char *where_sql, int64_t *n_out, tm_error *err);
+int tm_duck__delete_provenance(tm_engine_txn *t, const tm_batch *keys, int64_t *n_out,
+                                tm_error *err);
 int tm_duck__delete_before(tm_engine_txn *t, int64_t sec, int32_t nsec, int64_t *n_out,
                            tm_error *err);
 int tm_duck__commit(tm_engine_txn *t, const tm_kv *state, tm_engine_commit_info *info,

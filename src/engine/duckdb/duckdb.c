@@ -984,7 +984,8 @@ static int open_arrow(tm_engine **out, const tm_schema *s, const tm_engine_optio
 #define DUCK_VTABLE(name, traits, open_fn, drop_fn)                                      \
   static const tm_engine_vtable name = {                                                 \
       TM_ENGINE_VTABLE_VERSION, traits, open_fn, drop_fn, duck_close, tm_duck__begin,    \
-      tm_duck__write, tm_duck__delete_where, tm_duck__delete_before, tm_duck__commit,    \
+      tm_duck__write, tm_duck__delete_where, tm_duck__delete_provenance,                 \
+      tm_duck__delete_before, tm_duck__commit,                                           \
       tm_duck__abort, duck_read_state, duck_row_count, duck_bounds, duck_scan_open,      \
       scan_next, scan_free, duck_size_bytes, duck_relation, duck_verify, NULL, NULL}
 

@@ -41,7 +41,7 @@ typedef struct duck_txn {
   tm_engine_txn base;
   tm_duck_feed *feed;      /* owned: the rows on their way into the target (unkeyed) or
                               the stage (keyed); NULL between writes and statements */
-  tm_schema feed_types;    /* owned: the feed's columns (keyed: and _tm_seq) */
+  tm_schema feed_types;    /* owned: the feed's columns (keyed: and _tm_arrival) */
   const char *target;      /* TM_DUCK_ROWS, or TM_DUCK_NEW for a replacement */
   bool replace;
   bool keyed;
@@ -112,14 +112,14 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
   }
   if (rc == TM_OK && t->keyed) {
     /* The stage: the rows and their arrival number, in the connection's temp catalog. */
-    rc = tm_buf_puts(&sql, "CREATE OR REPLACE TEMP TABLE _tm_stage AS SELECT *, 0::BIGINT AS _tm_seq FROM ", err);
+    rc = tm_buf_puts(&sql, "CREATE OR REPLACE TEMP TABLE _tm_stage AS SELECT *, 0::BIGINT AS _tm_arrival FROM ", err);
     if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
     if (rc == TM_OK) rc = tm_buf_puts(&sql, " LIMIT 0", err);
     if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
   }
   if (rc == TM_OK) rc = tm_schema_copy(&t->feed_types, &base->schema, err);
   if (rc == TM_OK && t->keyed)
-    rc = tm_schema_add(&t->feed_types, "_tm_seq", tm_type_of(TM_TYPE_INT64), false, -1, err);
+    rc = tm_schema_add(&t->feed_types, "_tm_arrival", tm_type_of(TM_TYPE_INT64), false, -1, err);
   tm_buf_dispose(&sql);
   if (rc < 0) {
     txn_free(t, began);
@@ -129,7 +129,7 @@ int tm_duck__begin(tm_engine *base, tm_txn_kind kind, tm_engine_txn **out, tm_er
   return TM_OK;
 }
 
-/* A copy of b's rows for the feed; keyed, with their arrival numbers (_tm_seq) after them. */
+/* A copy of b's rows for the feed; keyed, with their arrival numbers (_tm_arrival) after them. */
 static int feed_copy(duck_txn *t, const tm_batch *b, tm_batch *out, tm_error *err) {
   size_t n = b->schema.n_cols;
   size_t *idx = tm_calloc(n ? n : 1, sizeof *idx);
@@ -275,6 +275,45 @@ int tm_duck__delete_where(tm_engine_txn *base, const char *where_sql, int64_t *n
   t->deleted += stored;
   *n_out = stored + staged;
   return TM_OK;
+}
+
+/* Positions of one file per DELETE: the statement stays a few tens of KB. */
+#define DELETE_IN_MAX 4096
+
+/*
+ * One DELETE per file, naming its positions (at most DELETE_IN_MAX per
+ * statement): `_tm_seq = S AND _tm_file = F [AND _tm_pos IN (...)]`. Rows
+ * are stored in data sequence number order (a commit's files arrive after
+ * older ones), so DuckDB's zone maps on _tm_seq and _tm_file keep the row
+ * groups of that file and skip the others (SPEC E4).
+ */
+int tm_duck__delete_provenance(tm_engine_txn *base, const tm_batch *keys, int64_t *n_out,
+                               tm_error *err) {
+  bool by_pos = keys->schema.n_cols == 3;
+  tm_colview seq = tm_batch_col(keys, 0), file = tm_batch_col(keys, 1);
+  tm_colview pos = by_pos ? tm_batch_col(keys, 2) : seq;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = TM_OK;
+  *n_out = 0;
+  for (int64_t i = 0; i < keys->n_rows && rc == TM_OK;) {
+    int64_t s = tm_colview_int(&seq, i), f = tm_colview_int(&file, i);
+    tm_buf_clear(&sql);
+    rc = tm_buf_printf(&sql, err, "_tm_seq = %lld AND _tm_file = %lld", (long long)s, (long long)f);
+    int64_t j = i + 1;
+    if (by_pos && rc == TM_OK) {
+      rc = tm_buf_printf(&sql, err, " AND _tm_pos IN (%lld", (long long)tm_colview_int(&pos, i));
+      while (rc == TM_OK && j < keys->n_rows && j - i < DELETE_IN_MAX &&
+             tm_colview_int(&seq, j) == s && tm_colview_int(&file, j) == f)
+        rc = tm_buf_printf(&sql, err, ",%lld", (long long)tm_colview_int(&pos, j++));
+      if (rc == TM_OK) rc = tm_buf_puts(&sql, ")", err);
+    }
+    int64_t n = 0;
+    if (rc == TM_OK) rc = tm_duck__delete_where(base, tm_buf_cstr(&sql), &n, err);
+    *n_out += n;
+    i = j;
+  }
+  tm_buf_dispose(&sql);
+  return rc;
 }
 
 /* ceil(a / b) for b > 0. */
@@ -475,7 +514,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   if (rc == TM_OK) rc = keys_present(&sql, en, true, err);
   P(") s ANTI JOIN _tm_ck c ON ");
   if (rc == TM_OK) rc = keys_equal(&sql, en, "s", "c", err);
-  P(" ORDER BY s._tm_seq");
+  P(" ORDER BY s._tm_arrival");
   if (rc == TM_OK) rc = exec_buf(t, &sql, &direct, err);
   info->rows_written += direct;
   if (direct > 0) {
@@ -493,7 +532,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   if (!t->replace) {
     P("SELECT ");
     if (rc == TM_OK) rc = tm_duck__columns(&sql, s, "t.", err);
-    P(", 0::BIGINT AS _tm_seq, t.rowid AS _tm_rid FROM ");
+    P(", 0::BIGINT AS _tm_arrival, t.rowid AS _tm_rid FROM ");
     if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
     P(" t SEMI JOIN (SELECT DISTINCT ");
     if (rc == TM_OK) rc = key_list(&sql, en, err);
@@ -503,7 +542,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   }
   P("SELECT ");
   if (rc == TM_OK) rc = tm_duck__columns(&sql, s, NULL, err);
-  P(", _tm_seq, NULL::BIGINT AS _tm_rid FROM _tm_stage WHERE ");
+  P(", _tm_arrival, NULL::BIGINT AS _tm_rid FROM _tm_stage WHERE ");
   if (rc == TM_OK) rc = keys_present(&sql, en, true, err);
   if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
 
@@ -516,13 +555,13 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   if (by_time) {
     P("arg_max(");
     if (rc == TM_OK) rc = row_of(&sql, s, NULL, err);
-    P(", row(_tm_r, _tm_seq)) OVER p");
+    P(", row(_tm_r, _tm_arrival)) OVER p");
   } else if (upsert) {
     P("lag(");
     if (rc == TM_OK) rc = row_of(&sql, s, NULL, err);
     P(") OVER (PARTITION BY ");
     if (rc == TM_OK) rc = key_list(&sql, en, err);
-    P(" ORDER BY _tm_seq)");
+    P(" ORDER BY _tm_arrival)");
   } else {
     P("first_value(");
     if (rc == TM_OK) rc = row_of(&sql, s, NULL, err);
@@ -532,7 +571,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   if (rc == TM_OK) rc = ranked(&sql, en, err);
   P(" WINDOW p AS (PARTITION BY ");
   if (rc == TM_OK) rc = key_list(&sql, en, err);
-  P(" ORDER BY _tm_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)))");
+  P(" ORDER BY _tm_arrival ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)))");
   if (rc == TM_OK) {
     duckdb_result r;
     if (duckdb_query(e->writer, tm_buf_cstr(&sql), &r) == DuckDBError) {
@@ -556,7 +595,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   P("CREATE OR REPLACE TEMP TABLE _tm_win AS SELECT * FROM (SELECT *, row_number() OVER "
     "(PARTITION BY ");
   if (rc == TM_OK) rc = key_list(&sql, en, err);
-  P(by_time ? " ORDER BY _tm_r DESC, _tm_seq DESC" : upsert ? " ORDER BY _tm_seq DESC" : " ORDER BY _tm_seq ASC");
+  P(by_time ? " ORDER BY _tm_r DESC, _tm_arrival DESC" : upsert ? " ORDER BY _tm_arrival DESC" : " ORDER BY _tm_arrival ASC");
   P(") AS _tm_n FROM ");
   if (rc == TM_OK) rc = ranked(&sql, en, err);
   P(") WHERE _tm_n = 1");
@@ -569,7 +608,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
     if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
     P(" WHERE rowid IN (SELECT s._tm_rid FROM _tm_cand s JOIN _tm_win w ON ");
     if (rc == TM_OK) rc = keys_equal(&sql, en, "s", "w", err);
-    P(" WHERE s._tm_seq = 0 AND w._tm_seq > 0 AND NOT ");
+    P(" WHERE s._tm_arrival = 0 AND w._tm_arrival > 0 AND NOT ");
     if (rc == TM_OK) rc = rows_equal(&sql, s, "s", "w", err);
     P(")");
     if (rc == TM_OK) rc = exec_buf(t, &sql, NULL, err);
@@ -578,15 +617,15 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   if (rc == TM_OK) rc = tm_duck__table(&sql, e, t->target, err);
   P(" SELECT ");
   if (rc == TM_OK) rc = tm_duck__columns(&sql, s, "w.", err);
-  P(" FROM _tm_win w WHERE w._tm_seq > 0");
+  P(" FROM _tm_win w WHERE w._tm_arrival > 0");
   if (!t->replace) {
-    P(" AND NOT EXISTS (SELECT 1 FROM _tm_cand s WHERE s._tm_seq = 0 AND ");
+    P(" AND NOT EXISTS (SELECT 1 FROM _tm_cand s WHERE s._tm_arrival = 0 AND ");
     if (rc == TM_OK) rc = keys_equal(&sql, en, "s", "w", err);
     P(" AND ");
     if (rc == TM_OK) rc = rows_equal(&sql, s, "s", "w", err);
     P(")");
   }
-  P(" ORDER BY w._tm_seq");
+  P(" ORDER BY w._tm_arrival");
   if (rc == TM_OK) rc = exec_buf(t, &sql, &n, err);
   info->rows_written += n;
   /* Rows with a NULL key column are never merged (A8 applies to keys). */
@@ -596,7 +635,7 @@ static int resolve(duck_txn *t, tm_engine_commit_info *info, tm_error *err) {
   if (rc == TM_OK) rc = tm_duck__columns(&sql, s, NULL, err);
   P(" FROM _tm_stage WHERE ");
   if (rc == TM_OK) rc = keys_present(&sql, en, false, err);
-  P(" ORDER BY _tm_seq");
+  P(" ORDER BY _tm_arrival");
   n = 0;
   if (rc == TM_OK) rc = exec_buf(t, &sql, &n, err);
   info->rows_written += n;

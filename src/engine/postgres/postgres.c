@@ -40,6 +40,7 @@
 
 #include "engine/postgres/pg_int.h"
 #include "format/arrow/render.h"
+#include "source/source.h"
 #include "util/alloc.h"
 #include "util/log.h"
 
@@ -50,7 +51,9 @@
 #define META_TABLE "tidemark_meta"
 #define STATE_TABLE "tidemark_state"
 #define STAGE_TABLE "pg_temp.tm_stage"
-#define SEQ_COLUMN "_tm_seq"
+#define SEQ_COLUMN "_tm_arrival" /* the stage's arrival number (not a provenance column) */
+/* Positions of one file per DELETE (an int8[] parameter). */
+#define DELETE_IN_MAX 4096
 /* The advisory lock that serializes tidemark's DDL (creating the shared tables). */
 #define DDL_LOCK_KEY 0x746964656d61726bLL /* "tidemark" */
 
@@ -372,11 +375,23 @@ static int create_table(pg_engine *e, PGconn *c, const char *name_q, const char 
   return rc;
 }
 
-/* The time column's index (max() for the high-water mark) and the config's indexes. */
+/*
+ * The time column's index (max() for the high-water mark), the provenance
+ * index of refresh_mode: changes (a file's rows by (seq, file), a row by
+ * (seq, file, pos): deletes search it, SPEC E4) and the config's indexes.
+ */
 static int create_indexes(pg_engine *e, PGconn *c, tm_error *err) {
   const tm_schema *s = &e->base.schema;
   tm_buf sql = TM_BUF_INIT(1 << 20);
   int rc = TM_OK;
+  if (tm_engine_hidden_columns(s) == TM_PROV_COLUMNS) {
+    rc = tm_buf_printf(&sql, err,
+                       "CREATE INDEX IF NOT EXISTS \"tm_pv_%s\" ON %s (" TM_PROV_SEQ ", " TM_PROV_FILE
+                       ", " TM_PROV_POS ")",
+                       e->hash, e->table_q);
+    if (rc == TM_OK) rc = exec_sql(e, c, tm_buf_cstr(&sql), "cannot index the provenance", err);
+    tm_buf_clear(&sql);
+  }
   if (e->base.cfg.time_col >= 0) {
     rc = tm_buf_printf(&sql, err, "CREATE INDEX IF NOT EXISTS \"tm_tc_%s\" ON %s (", e->hash,
                        e->table_q);
@@ -961,6 +976,58 @@ static int pg_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n_
                       "dataset '%s': engine postgres does not run retention_sql (DuckDB's "
                       "dialect); use retention_period",
                       tb->engine->cfg.dataset);
+}
+
+/*
+ * Deletes by provenance (refresh_mode: changes) as indexed DELETEs in the
+ * refresh's transaction: one per file, `_tm_seq = $1 AND _tm_file = $2`,
+ * with `AND _tm_pos = ANY($3)` naming up to DELETE_IN_MAX of its positions
+ * (tm_pv_<hash>, create_indexes). Staged rows of a keyed table are merged
+ * first, so the deletes see every row written before them.
+ */
+static int pg_delete_provenance(tm_engine_txn *tb, const tm_batch *keys, int64_t *n_out,
+                                tm_error *err) {
+  pg_txn *t = (pg_txn *)tb;
+  pg_engine *e = pg_of(tb->engine);
+  bool by_pos = keys->schema.n_cols == 3;
+  tm_colview seq = tm_batch_col(keys, 0), file = tm_batch_col(keys, 1);
+  tm_colview pos = by_pos ? tm_batch_col(keys, 2) : seq;
+  *n_out = 0;
+  TM_TRY(flush(e, t, err));
+  tm_buf sql = TM_BUF_INIT(1 << 16), arr = TM_BUF_INIT(1 << 20);
+  int rc = tm_buf_printf(&sql, err,
+                         "DELETE FROM %s WHERE " TM_PROV_SEQ " = $1::int8 AND " TM_PROV_FILE
+                         " = $2::int8%s",
+                         t->target_q, by_pos ? " AND " TM_PROV_POS " = ANY($3::int8[])" : "");
+  for (int64_t i = 0; i < keys->n_rows && rc == TM_OK;) {
+    int64_t s = tm_colview_int(&seq, i), f = tm_colview_int(&file, i);
+    char sv[24], fv[24];
+    snprintf(sv, sizeof sv, "%lld", (long long)s);
+    snprintf(fv, sizeof fv, "%lld", (long long)f);
+    int64_t j = i + 1;
+    tm_buf_clear(&arr);
+    if (by_pos) {
+      rc = tm_buf_printf(&arr, err, "{%lld", (long long)tm_colview_int(&pos, i));
+      while (rc == TM_OK && j < keys->n_rows && j - i < DELETE_IN_MAX &&
+             tm_colview_int(&seq, j) == s && tm_colview_int(&file, j) == f)
+        rc = tm_buf_printf(&arr, err, ",%lld", (long long)tm_colview_int(&pos, j++));
+      if (rc == TM_OK) rc = tm_buf_putc(&arr, '}', err);
+    }
+    const char *vals[3] = {sv, fv, tm_buf_cstr(&arr)};
+    PGresult *r = NULL;
+    if (rc == TM_OK)
+      rc = query_text(e, e->wconn, tm_buf_cstr(&sql), by_pos ? 3 : 2, vals, false, &r,
+                      "delete by provenance failed", err);
+    if (rc == TM_OK) {
+      *n_out += num(PQcmdTuples(r));
+      PQclear(r);
+    }
+    i = j;
+  }
+  tm_buf_dispose(&sql);
+  tm_buf_dispose(&arr);
+  t->deleted += *n_out;
+  return rc;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) {
@@ -1679,6 +1746,7 @@ static const tm_engine_vtable k_vtable = {
     pg_begin,
     pg_write,
     pg_delete_where,
+    pg_delete_provenance,
     pg_delete_before,
     pg_commit,
     pg_abort,

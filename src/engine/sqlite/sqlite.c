@@ -24,6 +24,10 @@
  * the pushed-down comparisons in SQLite's WHERE. The rowid is a hidden
  * column of the scan, so that a retention condition in DuckDB's dialect can
  * name the rows to delete.
+ *
+ * A table of refresh_mode: changes ends with the provenance columns
+ * (_tm_seq, _tm_file, _tm_pos) and has an index on them: its deletes by
+ * provenance are native DELETEs, one index search per file or row (SPEC E4).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +42,7 @@
 #include "engine/sqlite/sqlite_int.h"
 #include "format/arrow/render.h"
 #include "io/io.h"
+#include "source/source.h"
 #include "util/log.h"
 #include "util/alloc.h"
 
@@ -56,6 +61,7 @@ typedef struct sq_engine {
   char *table_q;        /* owned: the dataset's quoted table name */
   char *new_q;          /* owned: the quoted name of a full refresh's new table */
   char *index_q;        /* owned: quoted name of the time-column index */
+  char *prov_q;         /* owned: quoted name of the provenance index (refresh_mode: changes) */
   bool scratch;         /* memory mode: remove the files at close */
   pthread_mutex_t mu;   /* guards pool and shares */
   sqlite3 *pool[POOL_MAX]; /* idle read connections */
@@ -259,6 +265,32 @@ static int create_time_index(sq_engine *e, tm_error *err) {
   return rc;
 }
 
+/*
+ * A table of refresh_mode: changes (its schema ends with the provenance
+ * columns) is indexed on (_tm_seq, _tm_file, _tm_pos): a changes refresh
+ * deletes a whole file by its prefix (seq, file) and single rows by all
+ * three, each an index search, never a scan of the table (SPEC E4). Rows
+ * arrive in sequence and position order, so the index grows at its end.
+ */
+static int create_prov_index(sq_engine *e, tm_error *err) {
+  if (tm_engine_hidden_columns(&e->base.schema) != TM_PROV_COLUMNS) return TM_OK;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  int rc = tm_buf_printf(&sql, err,
+                         "CREATE INDEX IF NOT EXISTS main.%s ON %s (" TM_PROV_SEQ ", " TM_PROV_FILE
+                         ", " TM_PROV_POS ")",
+                         e->prov_q, e->table_q);
+  if (rc == TM_OK) rc = exec(e->db, sql.ptr, e->file, err);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
+int tm_sqlite__prov_delete_sql(tm_buf *out, const char *table_q, bool by_pos, tm_error *err) {
+  return tm_buf_printf(out, err,
+                       "DELETE FROM main.%s WHERE " TM_PROV_SEQ " = ?1 AND " TM_PROV_FILE
+                       " = ?2%s",
+                       table_q, by_pos ? " AND " TM_PROV_POS " = ?3" : "");
+}
+
 /* The configured indexes (Spice's indexes) on the table; it holds none of them yet. */
 static int create_indexes(sq_engine *e, tm_error *err) {
   tm_buf sql = TM_BUF_INIT(1 << 20);
@@ -425,6 +457,7 @@ static int create_tables(sq_engine *e, tm_error *err) {
   TM_CHECK(meta_set(e->db, "page_checksums", reserve_bytes(e->db) == TM_SQLITE_CKSUM_RESERVE ? "1" : "0",
                     e->file, err));
   TM_CHECK(create_time_index(e, err));
+  TM_CHECK(create_prov_index(e, err));
   TM_CHECK(create_indexes(e, err));
   TM_CHECK(exec(e->db, "COMMIT", e->file, err));
 done:
@@ -493,6 +526,7 @@ static void sq_free(sq_engine *e) {
   tm_free(e->table_q);
   tm_free(e->new_q);
   tm_free(e->index_q);
+  tm_free(e->prov_q);
   tm_engine__dispose_base(&e->base);
   tm_free(e);
 }
@@ -618,7 +652,8 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   e->table_q = quoted(e->base.cfg.dataset, NULL);
   e->new_q = quoted(e->base.cfg.dataset, TABLE_NEW_SUFFIX);
   e->index_q = quoted(e->base.cfg.dataset, "__tm_time");
-  if (!e->table_q || !e->new_q || !e->index_q) {
+  e->prov_q = quoted(e->base.cfg.dataset, "__tm_prov");
+  if (!e->table_q || !e->new_q || !e->index_q || !e->prov_q) {
     rc = tm_error_nomem(err);
     goto done;
   }
@@ -905,6 +940,40 @@ done:
   return rc;
 }
 
+/*
+ * Provenance keys are deleted by native SQLite statements, one index search
+ * per key (create_prov_index): a file by (seq, file), a row by (seq, file,
+ * pos). A keyed table writes its rows straight into the table, so the
+ * stored rows are all the transaction sees.
+ */
+static int sq_delete_provenance(tm_engine_txn *tb, const tm_batch *keys, int64_t *n_out,
+                                tm_error *err) {
+  sq_txn *t = (sq_txn *)tb;
+  sq_engine *e = sq_of(tb->engine);
+  bool by_pos = keys->schema.n_cols == 3;
+  tm_colview seq = tm_batch_col(keys, 0), file = tm_batch_col(keys, 1);
+  tm_colview pos = by_pos ? tm_batch_col(keys, 2) : seq;
+  tm_buf sql = TM_BUF_INIT(1 << 20);
+  sqlite3_stmt *st = NULL;
+  int rc = TM_OK;
+  *n_out = 0;
+  TM_CHECK(tm_sqlite__prov_delete_sql(&sql, t->target_q, by_pos, err));
+  TM_CHECK(prepare(e->db, sql.ptr, &st, e->file, err));
+  for (int64_t i = 0; i < keys->n_rows && rc == TM_OK; i++) {
+    sqlite3_bind_int64(st, 1, tm_colview_int(&seq, i));
+    sqlite3_bind_int64(st, 2, tm_colview_int(&file, i));
+    if (by_pos) sqlite3_bind_int64(st, 3, tm_colview_int(&pos, i));
+    if (sqlite3_step(st) != SQLITE_DONE) rc = sql_error(err, e->db, "delete failed", e->file);
+    else *n_out += sqlite3_changes(e->db);
+    sqlite3_reset(st);
+  }
+  t->deleted += *n_out;
+done:
+  sqlite3_finalize(st);
+  tm_buf_dispose(&sql);
+  return rc;
+}
+
 /* SQL function tm__older(value, sec, nsec): whether a time value is older. */
 static void older_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
@@ -1004,6 +1073,7 @@ static int sq_commit(tm_engine_txn *tb, const tm_kv *state, tm_engine_commit_inf
                            e->table_q, e->new_q, e->table_q));
     TM_CHECK(exec(e->db, sql.ptr, e->file, err));
     TM_CHECK(create_time_index(e, err));
+    TM_CHECK(create_prov_index(e, err));
     TM_CHECK(create_indexes(e, err));
   }
   if (e->pending) {
@@ -1595,6 +1665,7 @@ static const tm_engine_vtable k_vtable = {
     sq_begin,
     sq_write,
     sq_delete_where,
+    sq_delete_provenance,
     sq_delete_before,
     sq_commit,
     sq_abort,

@@ -77,4 +77,13 @@ int tm_sqltype_parse_temporal(const tm_type *t, const char *s, size_t n, int64_t
  */
 size_t tm_sqltype_render_temporal(const tm_type *t, int64_t raw, char *buf, size_t cap);
 
+/**
+ * The DELETE the engine runs for one provenance key of refresh_mode:
+ * changes (?1 _tm_seq, ?2 _tm_file, and ?3 _tm_pos when by_pos), on the
+ * table table_q (quoted). It is an index search on the table's provenance
+ * index (SPEC E4); tests check SQLite's plan for it.
+ */
+int tm_sqlite__prov_delete_sql(tm_buf *out, const char *table_q, bool by_pos, tm_error *err)
+    TM_WARN_UNUSED;
+
 #endif

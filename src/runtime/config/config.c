@@ -742,13 +742,6 @@ static int check_changes(ctx *c, yaml_node_t *acc, const tm_dataset_def *d) {
   if (!iceberg) {
     why = "refresh_mode: changes applies an Iceberg table's snapshots: it needs an iceberg: source "
           "(use append or full for files)";
-  } else if (a->engine == TM_ENGINE_SQLITE || a->engine == TM_ENGINE_POSTGRES) {
-    key = "engine";
-    why = a->engine == TM_ENGINE_SQLITE
-              ? "refresh_mode: changes is not available on engine sqlite (deleting rows by provenance "
-                "needs a DuckDB engine: cayenne, duckdb or arrow)"
-              : "refresh_mode: changes is not available on engine postgres (deleting rows by "
-                "provenance needs a DuckDB engine: cayenne, duckdb or arrow)";
   } else if (a->refresh_sql) {
     key = "refresh_sql";
     why = "refresh_mode: changes keeps the table's rows exactly (SPEC E3): refresh_sql is not "

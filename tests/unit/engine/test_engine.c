@@ -4,14 +4,17 @@
  * 1 MB strings and decimal(38), the state map committed with the rows (D1,
  * B8), full refresh swaps (A11), retention deletes (C3), reads of one
  * committed state (C5), bounds (A2), reopening and replacing for a new
- * schema (B9), and the format of earlier tidemark versions.
+ * schema (B9), deletes by provenance (E4, E6), and the format of earlier
+ * tidemark versions.
  */
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include "engine/db.h"
 #include "engine/engine.h"
 #include "engine/engine_int.h"
+#include "engine/sqlite/sqlite_int.h"
 #include "io/io.h"
 #include "tm_test.h"
 #include "util/alloc.h"
@@ -1176,4 +1179,229 @@ TM_TEST(engine_d5_sqlite_page_checksums_catch_changed_values) {
   tm_engine_release(e);
   tm_free(good);
   tm_free(bad);
+}
+
+/* ---- E4: deletes by provenance (refresh_mode: changes) ---------------------------- */
+
+/* id, ts, v, then the provenance columns (engine.h tm_engine_hidden_columns). */
+static void prov_schema(tm_schema *s) {
+  tm_error err;
+  ev_schema(s);
+  const char *names[] = {"_tm_seq", "_tm_file", "_tm_pos"};
+  for (int i = 0; i < 3; i++)
+    TM_ASSERT_OK(tm_schema_add(s, names[i], tm_type_of(TM_TYPE_INT64), false, 4 + i, &err), &err);
+}
+
+typedef struct prov_row {
+  int64_t id, ts;
+  const char *v;
+  int64_t seq, file, pos;
+} prov_row;
+
+static void make_prov_rows(tm_batch *out, const prov_row *rows, size_t n) {
+  tm_error err;
+  tm_schema s;
+  prov_schema(&s);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+  for (size_t i = 0; i < n; i++) {
+    int64_t ints[] = {rows[i].id, rows[i].ts, 0, rows[i].seq, rows[i].file, rows[i].pos};
+    for (int k = 0; k < 6; k++) {
+      if (k == 2) TM_ASSERT_OK(tm_colbuilder_append_bytes(&bb.cols[2], rows[i].v, strlen(rows[i].v), &err), &err);
+      else TM_ASSERT_OK(tm_colbuilder_append_int(&bb.cols[k], ints[k], &err), &err);
+    }
+  }
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, out, &err), &err);
+  tm_batch_builder_dispose(&bb);
+  tm_schema_dispose(&s);
+}
+
+/* A batch of provenance keys: n_cols 2 (seq, file) or 3 (seq, file, pos). */
+static void make_keys(tm_batch *out, size_t n_cols, const int64_t *keys, size_t n) {
+  tm_error err;
+  tm_schema s;
+  tm_schema_init(&s);
+  const char *names[] = {"_tm_seq", "_tm_file", "_tm_pos"};
+  for (size_t c = 0; c < n_cols; c++)
+    TM_ASSERT_OK(tm_schema_add(&s, names[c], tm_type_of(TM_TYPE_INT64), false, (int)c + 1, &err), &err);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+  for (size_t i = 0; i < n; i++)
+    for (size_t c = 0; c < n_cols; c++)
+      TM_ASSERT_OK(tm_colbuilder_append_int(&bb.cols[c], keys[i * n_cols + c], &err), &err);
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, out, &err), &err);
+  tm_batch_builder_dispose(&bb);
+  tm_schema_dispose(&s);
+}
+
+static tm_engine *open_prov(const engine_case *c, bool keyed, const char *on_conflict) {
+  tm_error err;
+  tm_schema s;
+  prov_schema(&s);
+  tm_engine_options o;
+  tm_kv oc;
+  const char *pk[1];
+  open_params p = {keyed, on_conflict, keyed ? on_conflict : "prov"};
+  fill_options(&o, c, &p, &oc, pk);
+  o.dataset = "prov";
+  tm_engine *e = NULL;
+  int rc = tm_engine_open(&e, c->kind, &s, &o, &err);
+  TM_ASSERT_MSG(rc == TM_OK, "%s: open: %s", case_name(c), err.message);
+  tm_kv_dispose(&oc);
+  tm_schema_dispose(&s);
+  return e;
+}
+
+static int64_t delete_keys(tm_engine_txn *t, size_t n_cols, const int64_t *keys, size_t n) {
+  tm_error err;
+  tm_batch b;
+  make_keys(&b, n_cols, keys, n);
+  int64_t deleted = -1;
+  TM_ASSERT_OK(tm_engine_txn_delete_provenance(t, &b, &deleted, &err), &err);
+  tm_batch_release(&b);
+  return deleted;
+}
+
+/* SQLite's plan for the engine's provenance DELETE: a search of the provenance index. */
+static void assert_sqlite_prov_plan(const char *file, bool by_pos) {
+  tm_error err;
+  sqlite3 *db = NULL;
+  TM_ASSERT(sqlite3_open_v2(file, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  TM_ASSERT_OK(tm_buf_puts(&sql, "EXPLAIN QUERY PLAN ", &err), &err);
+  TM_ASSERT_OK(tm_sqlite__prov_delete_sql(&sql, "\"prov\"", by_pos, &err), &err);
+  sqlite3_stmt *st = NULL;
+  TM_ASSERT_MSG(sqlite3_prepare_v2(db, tm_buf_cstr(&sql), -1, &st, NULL) == SQLITE_OK, "%s",
+                sqlite3_errmsg(db));
+  int steps = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char *detail = (const char *)sqlite3_column_text(st, 3);
+    steps++;
+    TM_ASSERT_MSG(strncmp(detail, "SEARCH", 6) == 0 && strstr(detail, "INDEX prov__tm_prov") &&
+                      strstr(detail, by_pos ? "_tm_pos=?" : "_tm_file=?"),
+                  "the provenance delete is not an index search: %s", detail);
+  }
+  TM_ASSERT_INT_EQ(steps, 1);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  tm_buf_dispose(&sql);
+}
+
+TM_TEST(engine_e4_delete_provenance) {
+  tm_error err;
+  for (size_t i = 0; i < N_CASES; i++) {
+    const engine_case *c = &k_cases[i];
+    tm_engine *e = open_prov(c, false, NULL);
+    /* Files 111 (seq 1, 100 rows), 222 (seq 2, 50 rows), 333 (seq 2, 10 rows). */
+    prov_row rows[160];
+    char vals[160][16];
+    for (int r = 0; r < 160; r++) {
+      int64_t file = r < 100 ? 111 : r < 150 ? 222 : 333, pos = r < 100 ? r : r < 150 ? r - 100 : r - 150;
+      snprintf(vals[r], sizeof vals[r], "v%d", r);
+      rows[r] = (prov_row){r, 1000 + r, vals[r], file == 111 ? 1 : 2, file, pos};
+    }
+    tm_batch b;
+    make_prov_rows(&b, rows, 160);
+    tm_engine_txn *t;
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+    tm_batch_release(&b);
+
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    /* Positions 3, 5, 7 of file 111, 0 of 333, and one that is not stored (pos 99 of 222). */
+    const int64_t pos_keys[] = {1, 111, 3, 1, 111, 5, 1, 111, 7, 2, 333, 0, 2, 222, 99};
+    TM_ASSERT_INT_EQ(delete_keys(t, 3, pos_keys, 5), 4);
+    /* Every row of 222; (1, 333) names no file (the seq differs). */
+    const int64_t file_keys[] = {2, 222, 1, 333};
+    TM_ASSERT_INT_EQ(delete_keys(t, 2, file_keys, 2), 50);
+    tm_engine_commit_info info;
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, &info, &err), &err);
+    TM_ASSERT_INT_EQ(info.rows_deleted, 54);
+    TM_ASSERT_INT_EQ(info.rows_after, 106);
+    int64_t n = 0, sum = 0;
+    TM_ASSERT_OK(tm_engine_row_count(e, &n, &err), &err);
+    TM_ASSERT_INT_EQ(n, 106);
+    tm_engine_scan *sc;
+    size_t id_col[] = {0};
+    TM_ASSERT_OK(tm_engine_scan_open(e, id_col, 1, NULL, &sc, &err), &err);
+    while (tm_engine_scan_next(sc, &b, &err) == TM_OK) {
+      tm_colview id = tm_batch_col(&b, 0);
+      for (int64_t r = 0; r < b.n_rows; r++) sum += tm_colview_int(&id, r);
+      tm_batch_release(&b);
+    }
+    tm_engine_scan_free(sc);
+    /* 0..99 without 3, 5, 7, and 150..159 without 150. */
+    TM_ASSERT_MSG(sum == 4950 - 15 + 1545 - 150, "%s: ids sum to %lld", case_name(c), (long long)sum);
+
+    /* Shapes tm_engine_txn_delete_provenance refuses. */
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    make_keys(&b, 1, pos_keys, 2);
+    TM_ASSERT_RC(tm_engine_txn_delete_provenance(t, &b, &n, &err), TM_EINVALID);
+    tm_batch_release(&b);
+    tm_engine_txn_abort(t);
+    tm_engine_release(e);
+    if (c->kind == TM_ENGINE_SQLITE && c->mode == TM_ENGINE_FILE) {
+      assert_sqlite_prov_plan(tm_test_path("prov-sqlite.db"), true);
+      assert_sqlite_prov_plan(tm_test_path("prov-sqlite.db"), false);
+    }
+
+    /* An engine without provenance columns has nothing to delete by. */
+    open_params p = {false, NULL, "noprov"};
+    e = open_engine(c, &p);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    make_keys(&b, 2, file_keys, 1);
+    TM_ASSERT_RC(tm_engine_txn_delete_provenance(t, &b, &n, &err), TM_EINVALID);
+    tm_batch_release(&b);
+    tm_engine_txn_abort(t);
+    tm_engine_release(e);
+  }
+}
+
+/* E6: a stored key re-added by an overwrite is the new row, whatever the conflict rule. */
+TM_TEST(engine_e6_key_readded_after_provenance_delete) {
+  tm_error err;
+  for (size_t i = 0; i < N_CASES; i++) {
+    const engine_case *c = &k_cases[i];
+    tm_engine *e = open_prov(c, true, "drop");
+    prov_row old_rows[] = {{1, 100, "old", 1, 111, 0}, {2, 100, "two", 1, 111, 1}};
+    /* Older time and a drop rule: without the delete, both engines would keep "old". */
+    prov_row new_rows[] = {{1, 50, "new", 2, 444, 0}};
+    tm_batch b;
+    tm_engine_txn *t;
+    make_prov_rows(&b, old_rows, 2);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+    tm_batch_release(&b);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    const int64_t keys[] = {1, 111, 0};
+    TM_ASSERT_INT_EQ(delete_keys(t, 3, keys, 1), 1);
+    make_prov_rows(&b, new_rows, 1);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    tm_batch_release(&b);
+    tm_engine_commit_info info;
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, &info, &err), &err);
+    TM_ASSERT_INT_EQ(info.rows_after, 2);
+    ASSERT_DUMP(e, "1@50=new;2@100=two");
+    tm_engine_release(e);
+
+    /* Repeated keys resolve by arrival (or time), never by the provenance columns' values. */
+    e = open_prov(c, true, "upsert");
+    prov_row first[] = {{7, 100, "stored", 5, 555, 0}};
+    prov_row later[] = {{7, 100, "a", 9, 999, 0}, {7, 100, "b", 1, 111, 0}, {8, 100, "x", 0, 0, 0}};
+    make_prov_rows(&b, first, 1);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, NULL, &err), &err);
+    tm_batch_release(&b);
+    make_prov_rows(&b, later, 3);
+    TM_ASSERT_OK(tm_engine_begin(e, TM_TXN_APPEND, &t, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_write(t, &b, &err), &err);
+    TM_ASSERT_OK(tm_engine_txn_commit(t, NULL, &info, &err), &err);
+    tm_batch_release(&b);
+    /* Equal times: the later arrival wins on cayenne too. */
+    ASSERT_DUMP(e, "7@100=b;8@100=x");
+    tm_engine_release(e);
+  }
 }

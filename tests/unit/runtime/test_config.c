@@ -141,6 +141,30 @@ TM_TEST(config_defaults) {
   tm_config_dispose(&cfg);
 }
 
+/* refresh_mode: changes loads on every engine (SPEC E3); the refusals that stay are tests/cases/config/bad. */
+TM_TEST(config_e3_changes_on_every_engine) {
+  tm_error err;
+  tm_config cfg;
+  const char *text =
+      "datasets:\n"
+      "  - {from: 'iceberg:file://wh/t', name: c, acceleration: {refresh_mode: changes}}\n"
+      "  - {from: 'iceberg:file://wh/t', name: d, acceleration: {engine: duckdb, refresh_mode: changes}}\n"
+      "  - {from: 'iceberg:file://wh/t', name: a, acceleration: {engine: arrow, refresh_mode: changes}}\n"
+      "  - {from: 'iceberg:file://wh/t', name: s, acceleration: {engine: sqlite, mode: file, refresh_mode: changes}}\n"
+      "  - {from: 'iceberg:file://wh/t', name: m, acceleration: {engine: sqlite, refresh_mode: changes}}\n"
+      "  - {from: 'iceberg:file://wh/t', name: p, acceleration: {engine: postgres, refresh_mode: changes,\n"
+      "       params: {pg_host: localhost, pg_db: tm, pg_user: tm}}}\n";
+  TM_ASSERT_OK(tm_config_load_text(&cfg, text, strlen(text), "inline.yaml", "/tmp", &err), &err);
+  TM_ASSERT_INT_EQ(cfg.n_datasets, 6);
+  tm_engine_kind want[] = {TM_ENGINE_CAYENNE, TM_ENGINE_DUCKDB, TM_ENGINE_ARROW,
+                           TM_ENGINE_SQLITE,  TM_ENGINE_SQLITE, TM_ENGINE_POSTGRES};
+  for (size_t i = 0; i < cfg.n_datasets; i++) {
+    TM_ASSERT_INT_EQ(cfg.datasets[i].acceleration.engine, want[i]);
+    TM_ASSERT_INT_EQ(cfg.datasets[i].acceleration.refresh_mode, TM_REFRESH_CHANGES);
+  }
+  tm_config_dispose(&cfg);
+}
+
 /* Loads a config whose dataset `x` has the acceleration params given, in dir (Spice secrets, issue 17). */
 /*
  * Loads a config whose datasets expand the params "k: 'v', k2: 'v2'": one
