@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine/sqlsource.h"
 #include "refresh/accel_int.h"
@@ -75,12 +76,26 @@ static int provenance_schema(run *r) {
   tm_schema_init(&r->prov_schema);
   TM_TRY(tm_schema_copy(&r->prov_schema, r->schema, r->err));
   for (size_t i = 0; i < TM_PROV_COLUMNS; i++) {
-    if (tm_schema_find_nocase(r->schema, names[i]) >= 0)
-      return tm_error_set(r->err, TM_EINVALID, "dataset %s: column '%s' is reserved by "
-                          "refresh_mode: changes (a row's provenance)", r->a->def->name, names[i]);
     TM_TRY(tm_schema_add(&r->prov_schema, names[i], tm_type_of(TM_TYPE_INT64), false, -1, r->err));
   }
   r->schema = &r->prov_schema;
+  return TM_OK;
+}
+
+/*
+ * Column names that start with _tm_ (any case) are tidemark's own: the
+ * provenance of refresh_mode changes, and the columns the engines' keyed
+ * merges stage rows with (_tm_arrival, ...). A source column of such a
+ * name would be confused with them: it is refused, named.
+ */
+static int check_reserved(run *r) {
+  for (size_t i = 0; i < r->schema->n_cols; i++) {
+    const char *n = r->schema->cols[i].name;
+    if (strncasecmp(n, "_tm_", 4) == 0)
+      return tm_error_set(r->err, TM_EINVALID, "dataset %s: column '%s': names that start with "
+                          "_tm_ are reserved for tidemark's own columns (rename it in a "
+                          "refresh_sql: SELECT %s AS other_name, ...)", r->a->def->name, n, n);
+  }
   return TM_OK;
 }
 
@@ -98,6 +113,7 @@ static int describe_source(run *r) {
     if (rc == TM_OK) r->schema = tm_sqlsource_schema(r->sql);
   }
   tm_free(set);
+  if (rc == TM_OK) rc = check_reserved(r);
   if (rc == TM_OK && a->def->acceleration.refresh_mode == TM_REFRESH_CHANGES) rc = provenance_schema(r);
   return rc;
 }

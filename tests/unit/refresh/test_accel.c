@@ -231,6 +231,25 @@ TM_TEST(A10_refresh_sql_narrows_columns_and_rows) {
   teardown(&f);
 }
 
+/* Source columns named _tm_* would be confused with tidemark's own (provenance, keyed stages). */
+TM_TEST(reserved_column_names_are_refused) {
+  fixture f;
+  setup(&f, "    time_format: unix_seconds\n", "      primary_key: id\n");
+  write_lines(f.dir, "a.jsonl", "{\"id\": 1, \"ts\": 1, \"_TM_arrival\": 5}\n");
+  tm_error err;
+  tm_refresh_result r;
+  TM_ASSERT_RC(tm_accel_refresh(f.a, NULL, &r, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "column '_TM_arrival': names that start with _tm_ are reserved");
+  TM_ASSERT(!tm_accel_engine(f.a));
+  teardown(&f);
+  /* Renamed in a refresh_sql, it loads. */
+  setup(&f, "    time_format: unix_seconds\n",
+        "      primary_key: id\n      refresh_sql: SELECT id, ts, \"_TM_arrival\" AS arrival FROM events\n");
+  write_lines(f.dir, "a.jsonl", "{\"id\": 1, \"ts\": 1, \"_TM_arrival\": 5}\n");
+  TM_ASSERT_INT_EQ(refresh(&f).rows_written, 1);
+  teardown(&f);
+}
+
 TM_TEST(A11_full_refresh_replaces) {
   fixture f;
   setup(&f, "    time_format: unix_seconds\n", "");
