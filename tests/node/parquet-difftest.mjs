@@ -157,7 +157,11 @@ function compareJson(ours, jsonPath) {
 function flatColumns(file) {
   const r = tm(['parquet', 'schema', '--format', 'csv', file]);
   if (r.code !== 0) throw new Error(`schema failed: ${r.err.trim()}`);
-  return parseCsv(r.out).slice(1).filter((row) => row[5] === '').map((row) => row[0]);
+  // Since e677932 `parquet schema` prints a nested column's whole type (list<..>,
+  // struct<..>, map<..>) with an empty note, as it prints a flat one: flat means
+  // an empty note and none of those types.
+  return parseCsv(r.out).slice(1)
+    .filter((row) => row[5] === '' && !/^(list|struct|map)</.test(row[1])).map((row) => row[0]);
 }
 
 function noSanitizer(r) {
