@@ -33,6 +33,14 @@ assert_contains() { [[ "$1" == *"$2"* ]] || fail "${3:-missing text}: [$2] not i
 duckdb_query() { node "$TM_SOURCE_DIR/tests/node/duckdb-query.mjs" "$@"; }
 # Writes a Parquet file with DuckDB from a SELECT (an independent writer).
 write_parquet() { duckdb_query "COPY ($2) TO '$1' (FORMAT PARQUET)" >/dev/null; }
+# write_parquets FILE SELECT [FILE SELECT]...: several files in one DuckDB run
+# (a node start costs more CPU than writing a small file).
+write_parquets() {
+  local sql=
+  while (($# >= 2)); do sql+="COPY ($2) TO '$1' (FORMAT PARQUET); "; shift 2; done
+  (($# == 0)) || fail "write_parquets: FILE SELECT pairs"
+  duckdb_query "$sql" >/dev/null
+}
 # Rows of a query through `tidemark sql -c CONFIG`, as CSV without the header.
 tm_sql() { local cfg=$1; shift; tm sql -c "$cfg" --format csv "$@" | tail -n +2 | tr -d '\r'; }
 # The summary line of `tidemark refresh` for one dataset (stdout only).

@@ -64,8 +64,11 @@ YAML
 
 note "${SECONDS}s: refresh by time"
 # ---- refresh by time----
-write_parquet data/a.parquet "SELECT i AS id, TIMESTAMPTZ '2026-01-01 00:00:00+00' + i * INTERVAL 1 SECOND AS ts, 'row ' || i AS v FROM range(5000) t(i)"
-write_parquet typed/t.parquet "SELECT i AS id,
+# The files of the first refresh, written by one DuckDB run: events, the typed
+# table, the nested one, kd (one load whose key 1..100 repeats: first arrival wins, v = 'first')
+# and ku (key 0..99 loaded, then updated by a later load: last arrival wins).
+write_parquets data/a.parquet "SELECT i AS id, TIMESTAMPTZ '2026-01-01 00:00:00+00' + i * INTERVAL 1 SECOND AS ts, 'row ' || i AS v FROM range(5000) t(i)" \
+  typed/t.parquet "SELECT i AS id,
   (i % 100 - 50)::TINYINT AS i8, (i * 7 - 3000)::SMALLINT AS i16, (i * 1000003 - 9)::INTEGER AS i32,
   (i * 1000000007 * 1000 - 5)::BIGINT AS i64, (i % 250)::UTINYINT AS u8, (i * 13)::USMALLINT AS u16,
   (4000000000 - i)::UINTEGER AS u32, (18446744073709551615 - i)::UBIGINT AS u64,
@@ -84,17 +87,15 @@ write_parquet typed/t.parquet "SELECT i AS id,
   (TIMESTAMP '2026-03-01 00:00:00' + i * INTERVAL 1 MILLISECOND)::TIMESTAMP_MS AS ts_ms,
   make_timestamp_ns(1700000000000000000 + i * 123456789) AS ts_ns,
   i % 3 = 0 AS b
-  FROM range(300) t(i)"
-write_parquet nested/n.parquet "SELECT i AS id,
+  FROM range(300) t(i)" \
+  nested/n.parquet "SELECT i AS id,
   CASE WHEN i % 7 = 0 THEN NULL WHEN i % 7 = 1 THEN [] ELSE [i, NULL, i * 2] END AS lst,
   CASE WHEN i % 5 = 0 THEN NULL ELSE {'name': 'n' || i, 'score': i / 3.0, 'tags': ['a', 'b'], 'inner': {'z': i, 'a': NULL}} END AS st,
   CASE WHEN i % 6 = 0 THEN NULL ELSE MAP {'k' || i: [i], 'x': []} END AS m,
   [{'p': i, 'q': 'q' || i}] AS los
-  FROM range(40) t(i)"
-# kd: one load whose key 1..100 repeats (first arrival wins: v = 'first').
-write_parquet keyed_drop/a.parquet "SELECT i % 100 AS id, CASE WHEN i < 100 THEN 'first' ELSE 'later' END AS v FROM range(300) t(i)"
-# ku: key 0..99 loaded, then updated by a later load (last arrival wins).
-write_parquet keyed_up/a.parquet "SELECT i % 100 AS id, TIMESTAMPTZ '2026-01-01 00:00:00+00' + i * INTERVAL 1 SECOND AS ts, 'v' || i AS v FROM range(200) t(i)"
+  FROM range(40) t(i)" \
+  keyed_drop/a.parquet "SELECT i % 100 AS id, CASE WHEN i < 100 THEN 'first' ELSE 'later' END AS v FROM range(300) t(i)" \
+  keyed_up/a.parquet "SELECT i % 100 AS id, TIMESTAMPTZ '2026-01-01 00:00:00+00' + i * INTERVAL 1 SECOND AS ts, 'v' || i AS v FROM range(200) t(i)"
 
 out=$(tm_refresh -c tm.yaml)
 assert_contains "$out" "events: +5000 rows via time"
@@ -175,11 +176,12 @@ note "${SECONDS}s: A8"
 # ---- A8----
 assert_eq "$(tm_sql tm.yaml "SELECT count(*), count(*) FILTER (WHERE v = 'first') FROM kd")" "100,100" "drop keeps the first arrival"
 assert_eq "$(tm_sql tm.yaml "SELECT count(*), min(v), max(v) FROM ku WHERE id = 42")" "1,v142,v142" "upsert keeps the last arrival"
-write_parquet keyed_up/b.parquet "SELECT i AS id, TIMESTAMPTZ '2026-02-01 00:00:00+00' + i * INTERVAL 1 SECOND AS ts, 'new' || i AS v FROM range(50, 150) t(i)"
+# The next loads of ku and kd (one DuckDB run; each refresh below names its dataset).
+write_parquets keyed_up/b.parquet "SELECT i AS id, TIMESTAMPTZ '2026-02-01 00:00:00+00' + i * INTERVAL 1 SECOND AS ts, 'new' || i AS v FROM range(50, 150) t(i)" \
+  keyed_drop/b.parquet "SELECT i AS id, 'b' AS v FROM range(90, 120) t(i)"
 out=$(tm_refresh -c tm.yaml ku)
 assert_contains "$out" "ku: +100 rows via time"
 assert_eq "$(tm_sql tm.yaml "SELECT count(*), count(*) FILTER (WHERE v LIKE 'new%') FROM ku")" "150,100" "upsert across loads"
-write_parquet keyed_drop/b.parquet "SELECT i AS id, 'b' AS v FROM range(90, 120) t(i)"
 tm_refresh -c tm.yaml kd >/dev/null
 assert_eq "$(tm_sql tm.yaml "SELECT count(*), count(*) FILTER (WHERE v = 'b') FROM kd")" "120,20" "a full refresh keeps the first arrival of each key"
 

@@ -12,9 +12,9 @@ source "$(dirname "$0")/runtime_lib.sh"
 export TZ=UTC
 mkdir -p "$T/ev" "$T/users"
 per_file=${TM_DIFF_ROWS:-25000}
-ev_file() { # K: ids K*per_file.., one row every 30 s from 2024-01-01
+ev_sql() { # K: the rows of file K, ids K*per_file.., one row every 30 s from 2024-01-01
   local k=$1
-  write_parquet "$T/ev/part-$k.parquet" "
+  echo "
     SELECT id,
            TIMESTAMP '2024-01-01 00:00:00' + to_seconds(id * 30) AS ts,
            (TIMESTAMP '2024-01-01 00:00:00' + to_seconds(id * 30))::TIMESTAMPTZ AS tstz,
@@ -25,8 +25,10 @@ ev_file() { # K: ids K*per_file.., one row every 30 s from 2024-01-01
            (TIMESTAMP '2024-01-01 00:00:00' + to_seconds(id * 30))::DATE AS day
     FROM range($k * $per_file, ($k + 1) * $per_file) t(id)"
 }
-for k in 0 1 2; do ev_file "$k"; done
-write_parquet "$T/users/users.parquet" "
+ev_file() { write_parquet "$T/ev/part-$1.parquet" "$(ev_sql "$1")"; }
+# The first three files and the users, in one DuckDB run.
+write_parquets "$T/ev/part-0.parquet" "$(ev_sql 0)" "$T/ev/part-1.parquet" "$(ev_sql 1)" \
+  "$T/ev/part-2.parquet" "$(ev_sql 2)" "$T/users/users.parquet" "
   SELECT user_id::INTEGER AS user_id, ['de', 'fr', 'us', 'jp'][(user_id % 4 + 1)::BIGINT] AS country,
          DATE '2023-01-01' + (user_id % 365)::INTEGER AS signup
   FROM range(1000) t(user_id)"

@@ -12,13 +12,13 @@ datasets:
     time_format: date
     acceleration: {refresh_mode: append, refresh_append_overlap: 1h}
 YAML
-write_parquet "$T/data/day=2026-11-29/a.parquet" "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) t(id, v)"
-write_parquet "$T/data/day=2026-11-30/a.parquet" "SELECT * FROM (VALUES (3, 'c')) t(id, v)"
+write_parquets "$T/data/day=2026-11-29/a.parquet" "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) t(id, v)" \
+  "$T/data/day=2026-11-30/a.parquet" "SELECT * FROM (VALUES (3, 'c')) t(id, v)"
 assert_contains "$(tm_refresh -c "$T/tm.yaml")" "days: +3 rows"
 # Later rows of the boundary day 2026-11-30, and of the next day.
-write_parquet "$T/data/day=2026-11-30/b.parquet" "SELECT * FROM (VALUES (4, 'd'), (5, 'e')) t(id, v)"
 mkdir -p "$T/data/day=2026-12-01"
-write_parquet "$T/data/day=2026-12-01/a.parquet" "SELECT * FROM (VALUES (6, 'f')) t(id, v)"
+write_parquets "$T/data/day=2026-11-30/b.parquet" "SELECT * FROM (VALUES (4, 'd'), (5, 'e')) t(id, v)" \
+  "$T/data/day=2026-12-01/a.parquet" "SELECT * FROM (VALUES (6, 'f')) t(id, v)"
 out=$(tm_refresh -c "$T/tm.yaml")
 assert_contains "$out" "days: +3 rows"
 assert_eq "$(tm_sql "$T/tm.yaml" "SELECT count(*), sum(id), count(DISTINCT id) FROM days")" "6,21,6"

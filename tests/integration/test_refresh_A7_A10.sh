@@ -21,22 +21,22 @@ datasets:
       refresh_mode: append
       refresh_sql: SELECT id, ts FROM narrowed WHERE region = 'eu'
 YAML
-write_parquet "$T/files/a.parquet" "SELECT * FROM (VALUES (1), (2)) t(id)"
+# real/a.parquet: a real last_modified column, older than the file's own time.
+write_parquets "$T/files/a.parquet" "SELECT * FROM (VALUES (1), (2)) t(id)" \
+  "$T/real/a.parquet" "SELECT * FROM (VALUES (1, TIMESTAMP '2020-01-01 00:00:00')) t(id, last_modified)" \
+  "$T/sql/a.parquet" "SELECT * FROM (VALUES (1, TIMESTAMP '2026-11-30 10:00:00', 'eu'), (2, TIMESTAMP '2026-11-30 10:00:01', 'us'), (3, TIMESTAMP '2026-11-30 10:00:02', 'eu')) t(id, ts, region)"
 touch -d '2026-01-01 00:00:00' "$T/files/a.parquet"
-# A real last_modified column, older than the file's own time.
-write_parquet "$T/real/a.parquet" "SELECT * FROM (VALUES (1, TIMESTAMP '2020-01-01 00:00:00')) t(id, last_modified)"
-write_parquet "$T/sql/a.parquet" "SELECT * FROM (VALUES (1, TIMESTAMP '2026-11-30 10:00:00', 'eu'), (2, TIMESTAMP '2026-11-30 10:00:01', 'us'), (3, TIMESTAMP '2026-11-30 10:00:02', 'eu')) t(id, ts, region)"
 out=$(tm_refresh -c "$T/tm.yaml")
 assert_contains "$out" "by_file: +2 rows"
 assert_contains "$out" "by_column: +1 rows"
 assert_contains "$out" "narrowed: +2 rows"
 assert_eq "$(tm_sql "$T/tm.yaml" "SELECT count(*) FROM information_schema.columns WHERE table_name = 'narrowed'")" "2" "refresh_sql keeps only id, ts"
 # A new file appears: only it is read; an old file rewritten with an old time is not.
-write_parquet "$T/files/b.parquet" "SELECT * FROM (VALUES (3)) t(id)"
+write_parquets "$T/files/b.parquet" "SELECT * FROM (VALUES (3)) t(id)" \
+  "$T/files/c.parquet" "SELECT * FROM (VALUES (99)) t(id)" \
+  "$T/real/b.parquet" "SELECT * FROM (VALUES (2, TIMESTAMP '2021-01-01 00:00:00'), (3, TIMESTAMP '2019-01-01 00:00:00')) t(id, last_modified)"
 touch -d '2026-02-01 00:00:00' "$T/files/b.parquet"
-write_parquet "$T/files/c.parquet" "SELECT * FROM (VALUES (99)) t(id)"
 touch -d '2025-12-31 00:00:00' "$T/files/c.parquet"
-write_parquet "$T/real/b.parquet" "SELECT * FROM (VALUES (2, TIMESTAMP '2021-01-01 00:00:00'), (3, TIMESTAMP '2019-01-01 00:00:00')) t(id, last_modified)"
 TIDEMARK_LOG=info tm refresh -c "$T/tm.yaml" by_file by_column >"$T/out" 2>"$T/log"
 assert_contains "$(cat "$T/out")" "by_file: +1 rows"
 assert_contains "$(cat "$T/log")" "[by_file] refresh finished: +1 rows via time in"

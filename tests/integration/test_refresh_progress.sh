@@ -5,9 +5,11 @@
 source "$(dirname "$0")/lib.sh"
 cd "$T"
 mkdir data
+files=()
 for k in 0 1 2; do
-  write_parquet "data/f$k.parquet" "SELECT range AS id, TIMESTAMP '2026-01-01' + to_microseconds(range) AS ts FROM range($k * 300000, ($k + 1) * 300000)"
+  files+=("data/f$k.parquet" "SELECT range AS id, TIMESTAMP '2026-01-01' + to_microseconds(range) AS ts FROM range($k * 300000, ($k + 1) * 300000)")
 done
+write_parquets "${files[@]}"
 cat > tm.yaml <<YAML
 datasets:
   - from: file:data

@@ -33,7 +33,8 @@ start_server "$T/cron/tidemark.yaml"
 wait_until 10 count_is ev 3 || fail "the start refresh did not load 3 rows"
 gen_jsonl "$T/cron/ev/b.jsonl" 4 2
 wait_until 10 count_is ev 5 || fail "no cron refresh loaded the new file"
-sleep 4.5
+# Until the fourth start (the one at load and three cron firings), not a fixed sleep.
+wait_until 15 bash -c "(( \$(grep -c '\[ev\] refresh started' '$SERVER_LOG') >= 4 ))" || true
 stop_server
 n=$(starts "$SERVER_LOG" ev)
 ((n >= 4)) || fail "expected at least 4 refresh starts (start + cron), saw $n"

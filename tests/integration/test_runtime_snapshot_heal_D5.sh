@@ -70,8 +70,12 @@ YAML
       fail "$engine/$where: no snapshot written"
     stop_server
     gen_jsonl "$T/src/b.jsonl" 30001 100 late
-    want=$(truth)
-    [[ $want == 30100,* ]] || fail "DuckDB over the source: $want"
+    # The same source files in every round (b.jsonl is written again, the same
+    # rows): DuckDB reads them once.
+    if [[ -z ${want:-} ]]; then
+      want=$(truth)
+      [[ $want == 30100,* ]] || fail "DuckDB over the source: $want"
+    fi
     if [[ $engine == sqlite ]]; then file=$dir/.tidemark/data/events; else file=$dir/.tidemark/data/events/data.duckdb; fi
     [[ -f $file ]] || fail "$engine/$where: no acceleration file at $file"
     flipped=$(damage "$file" "$engine" "$where")

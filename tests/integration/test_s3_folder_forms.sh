@@ -17,9 +17,8 @@ put() { # FILE BUCKET/KEY
     -H "x-amz-content-sha256: $(sha256sum "$1" | cut -d" " -f1)" -T "$1" \
     "http://127.0.0.1:$port/$2" >/dev/null || fail "upload of $2"
 }
-write_parquet a.parquet "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) t(id, v)"
-write_parquet b.parquet "SELECT * FROM (VALUES (3, 'c')) t(id, v)"
-write_parquet other.parquet "SELECT * FROM (VALUES (100, 'x')) t(id, v)"
+write_parquets a.parquet "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) t(id, v)" \
+  b.parquet "SELECT * FROM (VALUES (3, 'c')) t(id, v)" other.parquet "SELECT * FROM (VALUES (100, 'x')) t(id, v)"
 put a.parquet root/a.parquet             # the bucket "root" holds only data files
 put a.parquet data/events/a.parquet      # "data": the folder events/, and a neighbour
 put other.parquet data/events2/other.parquet

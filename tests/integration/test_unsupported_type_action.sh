@@ -12,11 +12,11 @@
 # as JSON text under `string`, both equal to DuckDB's to_json of the data file.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/data"
-write_parquet "$T/data/a.parquet" "SELECT * FROM (VALUES
+write_parquets "$T/data/a.parquet" "SELECT * FROM (VALUES
   (1, 'a', [1, 2], {'x': 1, 'y': 'p'}, MAP {'k': 1}, INTERVAL 1 DAY, [INTERVAL 2 DAY]),
   (2, NULL, [], NULL, MAP {}, NULL, []),
-  (3, 'c', NULL, {'x': NULL, 'y': 'q'}, NULL, INTERVAL 3 DAY, NULL)) t(id, name, lst, st, m, iv, ivl)"
-write_parquet "$T/data/b.parquet" "SELECT * FROM (VALUES
+  (3, 'c', NULL, {'x': NULL, 'y': 'q'}, NULL, INTERVAL 3 DAY, NULL)) t(id, name, lst, st, m, iv, ivl)" \
+  "$T/data/b.parquet" "SELECT * FROM (VALUES
   (4, 'd', [4], {'x': 4, 'y': 'r'}, MAP {'z': 9}, INTERVAL 4 DAY, [INTERVAL 5 DAY])) t(id, name, lst, st, m, iv, ivl)"
 
 cat > "$T/tm.yaml" <<YAML

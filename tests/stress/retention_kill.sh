@@ -56,6 +56,9 @@ YAML
 done
 # The retention check runs 300 ms after the start; time one whole start-to-deleted.
 add_file 0
+# The rows retention keeps depend on the files only (half of them are years old,
+# half an hour old): one DuckDB run per set of files serves the three engines.
+kept=$(kept_sig)
 unit=0
 for ds in cay duck lite; do
   tm_refresh -c "$T/$ds.yaml" >/dev/null
@@ -65,15 +68,15 @@ for ds in cay duck lite; do
   took=$(( ($(date +%s%N) - begin) / 1000000 ))
   stop_server
   (( took > unit )) && unit=$took
-  assert_eq "$(accel_sig "$ds")" "$(kept_sig)" "$ds: the first retention"
+  assert_eq "$(accel_sig "$ds")" "$kept" "$ds: the first retention"
 done
 killed=0 before_kept=0 after_kept=0
 for trial in $(seq 1 "$trials"); do
   add_file "$trial"
+  after=$(kept_sig)
   for ds in cay duck lite; do
     tm_refresh -c "$T/$ds.yaml" >/dev/null
     before=$(accel_sig "$ds")
-    after=$(kept_sig)
     delay_ms=$(( RANDOM % (unit * 2 + 50) ))
     TIDEMARK_LOG=warn "$TM_BIN" run -c "$T/$ds.yaml" --http 127.0.0.1:0 >/dev/null 2>"$T/run.log" & pid=$!
     sleep "$(awk -v m="$delay_ms" 'BEGIN { printf "%.3f", m / 1000 }')"

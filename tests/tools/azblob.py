@@ -6,8 +6,8 @@ Microsoft's "Authorize with Shared Key" page), so it is an implementation
 independent of tidemark's src/objstore/azure/sharedkey.c, and it makes
 account SAS tokens ("Create an account SAS"). No Azure SDK: Debian has none.
 
-  azblob.py [--endpoint URL] [--account A] [--key K] mkcontainer C
-  azblob.py ... put C BLOB FILE
+  azblob.py [--endpoint URL] [--account A] [--key K] mkcontainer C [C]...
+  azblob.py ... put C BLOB FILE [BLOB FILE]...   one signed Put Blob each
   azblob.py ... delete C BLOB
   azblob.py ... list C [PREFIX]            names, one a line
   azblob.py ... sas [PERMISSIONS]          an account SAS token (default rwdlac)
@@ -118,10 +118,14 @@ def main(argv):
         return
     c = Client(endpoint, account, key)
     if cmd == "mkcontainer":
-        c.request("PUT", args[0], query={"restype": "container"})
+        for container in args:
+            c.request("PUT", container, query={"restype": "container"})
     elif cmd == "put":
-        with open(args[2], "rb") as f:
-            c.request("PUT", args[0], args[1], body=f.read(), headers={"x-ms-blob-type": "BlockBlob"})
+        if len(args) < 3 or len(args) % 2 != 1:
+            sys.exit("azblob: put C BLOB FILE [BLOB FILE]...")
+        for blob, path in zip(args[1::2], args[2::2]):
+            with open(path, "rb") as f:
+                c.request("PUT", args[0], blob, body=f.read(), headers={"x-ms-blob-type": "BlockBlob"})
     elif cmd == "delete":
         c.request("DELETE", args[0], args[1])
     elif cmd == "list":
