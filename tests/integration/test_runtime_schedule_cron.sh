@@ -38,9 +38,10 @@ wait_until 15 bash -c "(( \$(grep -c '\[ev\] refresh started' '$SERVER_LOG') >= 
 stop_server
 n=$(starts "$SERVER_LOG" ev)
 ((n >= 4)) || fail "expected at least 4 refresh starts (start + cron), saw $n"
-# Every start after the first (at load) is on an even second, within 500 ms of it.
+# Every start after the first (at load) is in an even second (a cron firing on an odd schedule
+# would start in an odd one); under a loaded CI machine a start may log most of a second late.
 started_seconds "$SERVER_LOG" ev | tail -n +2 | while read -r s; do
-  python3 -c "import sys; s=float(sys.argv[1]); sys.exit(0 if int(s) % 2 == 0 and s - int(s) < 0.5 else 1)" "$s" ||
+  python3 -c "import sys; s=float(sys.argv[1]); sys.exit(0 if int(s) % 2 == 0 else 1)" "$s" ||
     fail "a cron refresh started at second $s, not on an even second"
 done
 note "refresh_cron '*/2 * * * * *': $n refresh starts, each on an even second"
