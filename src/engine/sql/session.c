@@ -390,8 +390,10 @@ static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t
  * Only texts that passed are remembered; a refused text is checked whole
  * each time. A query whose tables take pushdown terms (a sqlite acceleration
  * or a federated dataset: the terms are read from its own parse tree) goes
- * through the whole gate. Prepared statements themselves are not kept: one
- * kept across commits kept reading the state it was bound on.
+ * through the whole gate. A text made to be run again also keeps its DuckDB
+ * prepared statement (prep_entry, below), except over scan providers: a
+ * table-function scan bound once would keep reading the state it was bound
+ * on; DuckDB tables are read in each run's own transaction.
  */
 #define CACHE_SHAPES 64
 #define CACHE_PREPARED 16  /* DuckDB prepared statements kept per session, by text */
