@@ -212,7 +212,7 @@ note "psycopg2: rows, types, a refused write, PREPARE/EXECUTE/DEALLOCATE"
 
 # What libpq does not send: row limits, skipping to Sync, hostile bytes, the connection cap.
 RAW="python3 $TM_SOURCE_DIR/tests/tools/pgwire_raw.py"
-for check in suspend skip hostile "cap 3"; do
+for check in suspend skip pipeline hostile "cap 3"; do
   # shellcheck disable=SC2086
   out=$($RAW "$PG_PORT" $check) || fail "pgwire_raw $check: $out"
   note "$out"

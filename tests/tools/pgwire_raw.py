@@ -16,6 +16,7 @@ Prints one line per check and exits non-zero on the first surprise.
 """
 import socket
 import struct
+import time
 import sys
 
 PORT = int(sys.argv[1])
@@ -144,6 +145,43 @@ if check == "suspend":
     query_ok(s)
     print("suspend: 2 rows, PortalSuspended, 2 rows, PortalSuspended, 1 row, SELECT 5; "
           "another statement while suspended")
+elif check == "pipeline":
+    # The server reads its input through a buffer (conn.c read_full): messages that arrive
+    # together, one that arrives in pieces, and one longer than the buffer that starts inside it.
+    s = ready()
+    n = 300
+    batch = b""
+    for i in range(n):
+        batch += (msg(b"P", b"\0SELECT $1::INTEGER * 2 AS x\0" + struct.pack("!h", 0))
+                  + msg(b"B", b"\0\0" + struct.pack("!hh", 0, 1) + struct.pack("!i", len(str(i)))
+                        + str(i).encode() + struct.pack("!h", 0))
+                  + msg(b"E", b"\0" + struct.pack("!I", 0)) + msg(b"S"))
+    s.sendall(batch)
+    for i in range(n):
+        got = until_ready(s)
+        rows = [b for t, b in got if t == b"D"]
+        if len(rows) != 1 or rows[0][6:] != str(2 * i).encode():
+            fail("pipeline: statement %d answered %r" % (i, got))
+    # A 40 KB query (past the 16 KB buffer) between two short ones, in one send.
+    pad = b"/*" + b"x" * 40000 + b"*/"
+    s.sendall(msg(b"Q", b"SELECT 1 AS a\0") + msg(b"Q", b"SELECT 2 " + pad + b" AS b\0")
+              + msg(b"Q", b"SELECT 3 AS c\0"))
+    for want in (b"1", b"2", b"3"):
+        got = until_ready(s)
+        rows = [b for t, b in got if t == b"D"]
+        if len(rows) != 1 or rows[0][6:] != want:
+            fail("pipeline: long query, answer %r, want %r" % (got, want))
+    # A message in pieces: its header split, then its body a byte at a time.
+    m = msg(b"Q", b"SELECT 4 AS d\0")
+    for k in (m[:3], m[3:5]) + tuple(m[i:i + 1] for i in range(5, len(m))):
+        s.sendall(k)
+        time.sleep(0.002)
+    got = until_ready(s)
+    rows = [b for t, b in got if t == b"D"]
+    if len(rows) != 1 or rows[0][6:] != b"4":
+        fail("pipeline: a message in pieces answered %r" % got)
+    print("pipeline: %d extended statements in one send answered in order; a 40 KB query between "
+          "two short ones; a message sent a byte at a time" % n)
 elif check == "skip":
     s = ready()
     s.sendall(msg(b"P", b"\0SELEC 1\0" + struct.pack("!h", 0))

@@ -54,6 +54,8 @@ struct tm_db {
   pthread_cond_t watch_cv;
   pthread_t watch_thread;
   bool watch_running, watch_stop;
+  int64_t watch_wake_ns;        /* the watchdog sleeps until then (INT64_MAX: until signalled;
+                                   INT64_MIN: it is awake); under watch_mu */
   watch_entry *watches;         /* owned */
   size_t n_watches, cap_watches;
   uint64_t next_token;
@@ -411,11 +413,13 @@ static void *watch_main(void *arg) {
         next = w->deadline_ns;
       }
     }
+    db->watch_wake_ns = next;
     if (next == INT64_MAX) {
       pthread_cond_wait(&db->watch_cv, &db->watch_mu);
     } else {
       tm_cond_wait_ns(&db->watch_cv, &db->watch_mu, next - now);
     }
+    db->watch_wake_ns = INT64_MIN; /* awake: it reads the list before it sleeps again */
   }
   pthread_mutex_unlock(&db->watch_mu);
   return NULL;
@@ -435,7 +439,9 @@ uint64_t tm_db__watch(tm_db *db, duckdb_connection c, int64_t deadline_ns) {
   if (db->watch_running && db->n_watches < db->cap_watches) {
     token = ++db->next_token;
     db->watches[db->n_watches++] = (watch_entry){token, c, deadline_ns, false};
-    pthread_cond_signal(&db->watch_cv);
+    /* Woken only when it would sleep past this deadline: a statement's deadline is most often
+     * later than the earliest armed one, and a wake per statement is a context switch. */
+    if (deadline_ns < db->watch_wake_ns) pthread_cond_signal(&db->watch_cv);
   }
   pthread_mutex_unlock(&db->watch_mu);
   if (!token) tm_log(TM_LOG_WARN, NULL, "query time limit not armed (no memory)");
@@ -534,6 +540,7 @@ int tm_db_open(tm_db **out, const tm_db_options *o, tm_error *err) {
   db->refs = 1;
   pthread_mutex_init(&db->admin_mu, NULL);
   pthread_mutex_init(&db->watch_mu, NULL);
+  db->watch_wake_ns = INT64_MIN;
   tm_cond_init_monotonic(&db->watch_cv);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   db->lock_wait_ms = o->lock_wait_ms > 0 ? o->lock_wait_ms : o->lock_wait_ms < 0 ? 0 : TM_DB_DEFAULT_LOCK_WAIT_MS;

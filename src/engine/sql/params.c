@@ -14,6 +14,8 @@
  * Values are bound through the C API (duckdb_bind_*), never written into
  * the SQL text: a value is data whatever it holds.
  */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,8 +141,99 @@ void tm_sql_params_dispose(tm_sql_params *p) {
   memset(p, 0, sizeof *p);
 }
 
+/*
+ * A value bound with a type other than the one DuckDB inferred for its place
+ * makes DuckDB bind, plan and optimise the statement again at every execution
+ * (a prepared statement "requires a rebind" when a value's type differs), a
+ * third of a point lookup's time over the wire protocol, whose values come as
+ * text. So a value is bound with the place's own type where it converts
+ * exactly and simply: an integer written as plain digits within the type's
+ * range, a plain decimal number for FLOAT and DOUBLE, t/f/true/false for
+ * BOOLEAN. Any other spelling is bound as it came (VARCHAR, BIGINT) and DuckDB
+ * casts it by its own rules, errors included: the fast path never changes
+ * what a value means.
+ */
+
+/* text as a plain integer (-?[0-9]+, at most 19 digits): *out; false otherwise. */
+static bool plain_int(const char *text, size_t len, int64_t *out) {
+  size_t i = len && text[0] == '-' ? 1 : 0;
+  if (len == i || len - i > 19) return false;
+  uint64_t u = 0;
+  for (size_t k = i; k < len; k++) {
+    if (text[k] < '0' || text[k] > '9') return false;
+    u = u * 10 + (uint64_t)(text[k] - '0'); /* 19 digits stay below 2^64 */
+  }
+  if (i ? u > (uint64_t)INT64_MAX + 1 : u > (uint64_t)INT64_MAX) return false;
+  *out = i ? (int64_t)(0 - u) : (int64_t)u;
+  return true;
+}
+
+/* text as a plain decimal number: -?digits[.digits][(e|E)[+-]digits], nothing else. */
+static bool plain_decimal(const char *text, size_t len) {
+  size_t i = len && text[0] == '-' ? 1 : 0, digits = 0;
+  while (i < len && text[i] >= '0' && text[i] <= '9') i++, digits++;
+  if (i < len && text[i] == '.')
+    for (i++; i < len && text[i] >= '0' && text[i] <= '9'; i++) digits++;
+  if (!digits) return false;
+  if (i < len && (text[i] == 'e' || text[i] == 'E')) {
+    size_t at = ++i < len && (text[i] == '+' || text[i] == '-') ? i + 1 : i;
+    for (i = at; i < len && text[i] >= '0' && text[i] <= '9'; i++) {}
+    if (i == at) return false;
+  }
+  return i == len;
+}
+
+/* Binds the integer x in the place of type want when it fits there; DuckDBError when not. */
+static duckdb_state bind_int_as(duckdb_prepared_statement ps, idx_t at, duckdb_type want,
+                                int64_t x) {
+  switch (want) {
+    case DUCKDB_TYPE_TINYINT:
+      return x >= INT8_MIN && x <= INT8_MAX ? duckdb_bind_int8(ps, at, (int8_t)x) : DuckDBError;
+    case DUCKDB_TYPE_SMALLINT:
+      return x >= INT16_MIN && x <= INT16_MAX ? duckdb_bind_int16(ps, at, (int16_t)x) : DuckDBError;
+    case DUCKDB_TYPE_INTEGER:
+      return x >= INT32_MIN && x <= INT32_MAX ? duckdb_bind_int32(ps, at, (int32_t)x) : DuckDBError;
+    case DUCKDB_TYPE_BIGINT: return duckdb_bind_int64(ps, at, x);
+    case DUCKDB_TYPE_UTINYINT:
+      return x >= 0 && x <= UINT8_MAX ? duckdb_bind_uint8(ps, at, (uint8_t)x) : DuckDBError;
+    case DUCKDB_TYPE_USMALLINT:
+      return x >= 0 && x <= UINT16_MAX ? duckdb_bind_uint16(ps, at, (uint16_t)x) : DuckDBError;
+    case DUCKDB_TYPE_UINTEGER:
+      return x >= 0 && x <= UINT32_MAX ? duckdb_bind_uint32(ps, at, (uint32_t)x) : DuckDBError;
+    case DUCKDB_TYPE_UBIGINT: return x >= 0 ? duckdb_bind_uint64(ps, at, (uint64_t)x) : DuckDBError;
+    default: return DuckDBError;
+  }
+}
+
+/* Binds v in its place's own type when it converts exactly (above); DuckDBError when not. */
+static duckdb_state bind_typed(duckdb_prepared_statement ps, idx_t at, const tm_sql_param *v) {
+  duckdb_type want = duckdb_param_type(ps, at);
+  int64_t x;
+  if (v->kind == TM_SQL_PARAM_INT) return bind_int_as(ps, at, want, v->i);
+  if (v->kind != TM_SQL_PARAM_TEXT || !v->text) return DuckDBError;
+  const char *t = v->text;
+  size_t n = v->text_len;
+  switch (want) {
+    case DUCKDB_TYPE_BOOLEAN:
+      if ((n == 1 && t[0] == 't') || (n == 4 && !memcmp(t, "true", 4))) return duckdb_bind_boolean(ps, at, true);
+      if ((n == 1 && t[0] == 'f') || (n == 5 && !memcmp(t, "false", 5))) return duckdb_bind_boolean(ps, at, false);
+      return DuckDBError;
+    case DUCKDB_TYPE_FLOAT: {
+      float f = n < 64 && plain_decimal(t, n) ? strtof(t, NULL) : INFINITY;
+      return isfinite(f) ? duckdb_bind_float(ps, at, f) : DuckDBError; /* out of range: DuckDB says */
+    }
+    case DUCKDB_TYPE_DOUBLE: {
+      double d = n < 64 && plain_decimal(t, n) ? strtod(t, NULL) : INFINITY;
+      return isfinite(d) ? duckdb_bind_double(ps, at, d) : DuckDBError;
+    }
+    default:
+      return plain_int(t, n, &x) ? bind_int_as(ps, at, want, x) : DuckDBError;
+  }
+}
+
 static int bind_one(duckdb_prepared_statement ps, idx_t at, const tm_sql_param *v,
                     const char *label, tm_error *err) {
+  if (bind_typed(ps, at, v) == DuckDBSuccess) return TM_OK;
   duckdb_state st;
   switch (v->kind) {
     case TM_SQL_PARAM_NULL:

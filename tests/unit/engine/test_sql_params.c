@@ -186,6 +186,60 @@ TM_TEST(sql_params_bind_by_name) {
   tm_sql_catalog_free(cat);
 }
 
+/*
+ * A value is bound in the type DuckDB inferred for its place when it converts
+ * exactly (params.c bind_typed: no rebind at each execution). Whatever the
+ * path, a value means what DuckDB's own cast of the same text means: every
+ * text, in every type the fast path knows, gives the answer (or the refusal)
+ * of `SELECT '<text>'::T`, run without parameters.
+ */
+TM_TEST(sql_params_text_values_mean_what_duckdb_casts) {
+  tm_sql_catalog *cat;
+  tm_sql_session *s = session(&cat);
+  static const char *const types[] = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
+                                      "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE",
+                                      "BOOLEAN", "VARCHAR", "HUGEINT", "DECIMAL(10,2)"};
+  static const char *const texts[] = {
+      "0", "-0", "007", "127", "128", "-128", "-129", "255", "256", "-1", "32767", "65536",
+      "2147483647", "2147483648", "-2147483649", "4294967296", "9223372036854775807",
+      "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+      "18446744073709551615", "18446744073709551616", "00000000000000000000001", "1e3", "1.5",
+      "2.5", "-0.5", " 42 ", "+5", "", "-", "abc", "0x10", "1_000", "3.4028235e38", "3.5e38",
+      "1e39", "1e308", "1e309", "1e-50", "1e-400", "0.1", "-2.5e-3", ".5", "5.", "1e", "1e+",
+      "1E2", "inf", "nan", "t", "f", "true", "false", "TRUE", "False", "1", "yes"};
+  size_t checked = 0, agreed_errors = 0;
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (size_t xi = 0; xi < sizeof texts / sizeof texts[0]; xi++) {
+      char with_param[96], literal[160];
+      snprintf(with_param, sizeof with_param, "SELECT $1::%s AS v", types[ti]);
+      snprintf(literal, sizeof literal, "SELECT '%s'::%s AS v", texts[xi], types[ti]);
+      tm_sql_param v[] = {p_text(texts[xi])};
+      tm_error e1, e2;
+      tm_error_init(&e1);
+      tm_error_init(&e2);
+      char *got = run(s, with_param, v, 1, false, &e1);
+      char *want = run(s, literal, NULL, 0, false, &e2);
+      TM_ASSERT_MSG((got == NULL) == (want == NULL), "%s with '%s': %s / %s: %s", with_param,
+                    texts[xi], got ? got : e1.message, literal, want ? want : e2.message);
+      if (got) TM_ASSERT_MSG(!strcmp(got, want), "%s with '%s': %s, DuckDB's cast: %s", with_param, texts[xi], got, want);
+      else agreed_errors++;
+      tm_free(got);
+      tm_free(want);
+      checked++;
+    }
+  TM_ASSERT(agreed_errors > 0 && agreed_errors < checked);
+  /* Binary integers (the wire protocol's int2/int4/int8) in narrower places, and a column's type. */
+  tm_sql_param i[] = {p_int(41)};
+  ASSERT_RUN(s, "SELECT $1::INTEGER + 1 AS a, typeof($1::INTEGER) AS t", i, false, "a,t\r\n42,INTEGER\r\n");
+  tm_sql_param big[] = {p_int(70000)};
+  ASSERT_REFUSED(s, "SELECT $1::SMALLINT AS a", big, 1, false, "out of range");
+  tm_sql_param two[] = {p_text("2")};
+  ASSERT_RUN(s, "SELECT count(*) AS n FROM (VALUES (1::SMALLINT), (2), (2)) t(x) WHERE x = $1", two,
+             false, "n\r\n2\r\n");
+  tm_sql_session_free(s);
+  tm_sql_catalog_free(cat);
+}
+
 /* The gate (D4) sees a statement with parameters as it sees text: writes and files are refused. */
 TM_TEST(sql_params_gate_still_refuses) {
   tm_sql_catalog *cat;
