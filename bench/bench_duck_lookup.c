@@ -6,6 +6,7 @@
  * WHERE id = <random>` for S seconds, reading every row of the result.
  *
  * Usage: bench_duck_lookup --db FILE --table NAME --max-id N [--threads T] [--seconds S]
+ *                          [--duckdb-threads D]  (DuckDB's own threads setting; default: its own)
  * Prints: threads  queries  queries/s  p50 ms  p99 ms  rows/query
  */
 #include <duckdb.h>
@@ -66,12 +67,14 @@ int main(int argc, char **argv) {
   const char *path = NULL, *table = NULL;
   long long max_id = -1;
   int threads = 1, seconds = 5;
+  const char *duck_threads = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--db")) path = argv[i + 1];
     else if (!strcmp(argv[i], "--table")) table = argv[i + 1];
     else if (!strcmp(argv[i], "--max-id")) max_id = atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--duckdb-threads")) duck_threads = argv[i + 1];
     else die("unknown option", argv[i]);
   }
   if (!path || !table || max_id < 0 || threads < 1 || threads > 256 || seconds < 1)
@@ -81,6 +84,7 @@ int main(int argc, char **argv) {
   char *open_err = NULL;
   if (duckdb_create_config(&cfg) == DuckDBError) die("config", "");
   if (duckdb_set_config(cfg, "access_mode", "READ_ONLY") == DuckDBError) die("config", "");
+  if (duck_threads && duckdb_set_config(cfg, "threads", duck_threads) == DuckDBError) die("threads", duck_threads);
   if (duckdb_open_ext(path, &db, cfg, &open_err) == DuckDBError) die(path, open_err);
   duckdb_destroy_config(&cfg);
   worker *w = tm_calloc((size_t)threads, sizeof *w);
