@@ -91,4 +91,7 @@ int tm_sql__source_add(tm_db *db, const char *provider_name, const tm_source_opt
 /** Copies the schema the source had when last described into out (initialised, empty). */
 int tm_sql__source_schema(tm_sql_source *s, tm_schema *out, tm_error *err) TM_WARN_UNUSED;
 
+/* session.c, for tests: how many statements the session keeps that read engines' tables directly. */
+size_t tm_sql__kept_direct(const tm_sql_session *s);
+
 #endif
