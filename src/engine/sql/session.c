@@ -413,12 +413,34 @@ typedef struct gated {
   duckdb_prepared_statement ps;
   json_t *ast;            /* owned, or NULL when the shape path made it (or EXPLAIN) */
   gate_names tables;
+  bool direct;            /* ps reads engines' tables by their own names (direct_text), as the */
+  uint64_t generation;    /* catalog had them at this generation */
 } gated;
+
+/* A reference to a dataset that a statement may read directly (direct_text, below). */
+typedef struct direct_ref {
+  size_t at;              /* where the name starts: in the text, or in a shape's key (shape_entry) */
+  char *name;             /* owned */
+  bool aliased;
+} direct_ref;
+
+typedef struct direct_plan {
+  direct_ref *refs;       /* owned, n, by offset */
+  size_t n;
+} direct_plan;
+
+static void plan_dispose(direct_plan *p) {
+  for (size_t i = 0; i < p->n; i++) tm_free(p->refs[i].name);
+  tm_free(p->refs);
+  memset(p, 0, sizeof *p);
+}
 
 typedef struct shape_entry {
   char *key;              /* owned */
   gate_names tables;
   uint64_t used;
+  direct_plan plan;       /* the texts' dataset references, at offsets of the key (n == 0: none
+                             may be read directly) */
 } shape_entry;
 
 /*
@@ -451,6 +473,7 @@ struct tm_sql_session {
   size_t n_preps;
   uint64_t tick;
   tm_buf key;             /* scratch: a shape key */
+  uint64_t direct_runs;   /* statements run reading engines' tables directly (for tests) */
 };
 
 struct tm_sql_stmt {
@@ -515,6 +538,7 @@ static void cache_clear(tm_sql_session *s) {
   for (size_t i = 0; i < s->n_shapes; i++) {
     tm_free(s->shapes[i].key);
     names_dispose(&s->shapes[i].tables);
+    plan_dispose(&s->shapes[i].plan);
   }
   s->n_shapes = 0;
   for (size_t i = 0; i < s->n_preps; i++) {
@@ -701,12 +725,6 @@ static prep_entry *find_prep(tm_sql_session *s, const char *sql) {
  * statement stays as written. A change of the catalog (a dataset replaced,
  * added or removed) makes the kept statement be prepared again (find_prep).
  */
-typedef struct direct_ref {
-  size_t at;              /* the name's offset in the text */
-  const char *name;       /* borrowed from the tree */
-  bool aliased;
-} direct_ref;
-
 /* Collects the tree's BASE_TABLE references into refs; false when the rewrite must not be tried. */
 static bool direct_refs(const json_t *n, int depth, tm_vec *refs, tm_error *err) {
   if (depth > 4096) return false;
@@ -732,13 +750,59 @@ static bool direct_refs(const json_t *n, int depth, tm_vec *refs, tm_error *err)
     if (!name || (schema && *schema) || (catalog && *catalog) || !json_is_integer(at) ||
         json_integer_value(at) < 0 || (when && !json_is_null(when)))
       return false;
-    direct_ref r = {(size_t)json_integer_value(at), name, alias && *alias};
-    if (tm_vec_push(refs, &r, err) != TM_OK) return false;
+    direct_ref r = {(size_t)json_integer_value(at), tm_strdup(name), alias && *alias};
+    if (!r.name || tm_vec_push(refs, &r, err) != TM_OK) {
+      tm_free(r.name);
+      return false;
+    }
   }
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)n, key, v) if (!direct_refs(v, depth + 1, refs, err)) return false;
   return true;
+}
+
+static int cmp_refs(const void *a, const void *b) {
+  size_t x = ((const direct_ref *)a)->at, y = ((const direct_ref *)b)->at;
+  return x < y ? -1 : x > y;
+}
+
+/* The references of the parse tree ast (text offsets, in order); false when there is none to
+ * make direct, or one may not be. */
+static bool plan_from_ast(const json_t *ast, direct_plan *out) {
+  memset(out, 0, sizeof *out);
+  tm_error err;
+  tm_error_init(&err);
+  tm_vec refs;
+  tm_vec_init(&refs, sizeof(direct_ref), 1 << 16);
+  bool ok = ast && direct_refs(ast, 0, &refs, &err) && refs.len > 0;
+  if (ok && refs.len > 1) qsort(refs.ptr, refs.len, sizeof(direct_ref), cmp_refs);
+  out->refs = (direct_ref *)refs.ptr;
+  out->n = refs.len;
+  if (!ok) plan_dispose(out);
+  return ok;
+}
+
+/*
+ * Maps an offset between a text and its shape key (tm_sql__shape_key: each
+ * standalone run of digits is one '?', all else is as written): to_key, at is
+ * in sql and the key's offset is returned; else the reverse. SIZE_MAX when
+ * the two do not correspond there.
+ */
+static size_t shape_map(const char *sql, const char *key, size_t at, bool to_key) {
+  size_t i = 0, j = 0;
+  for (;;) {
+    if ((to_key ? i : j) == at) return to_key ? j : i;
+    if (!sql[i] || !key[j]) return SIZE_MAX;
+    if (key[j] == '?' && isdigit((unsigned char)sql[i])) {
+      while (isdigit((unsigned char)sql[i])) i++;
+      j++;
+      continue;
+    }
+    if (sql[i] != key[j]) return SIZE_MAX;
+    i++;
+    j++;
+  }
 }
 
 /* The length of the identifier naming name at text + at (bare, any case, or quoted exactly); 0 when it does not. */
@@ -768,54 +832,48 @@ static size_t name_at(const char *text, size_t len, size_t at, const char *name)
   return isalnum(next) || next == '_' || next == '$' || next == '"' || next == '.' ? 0 : n;
 }
 
-static int cmp_refs(const void *a, const void *b) {
-  size_t x = ((const direct_ref *)a)->at, y = ((const direct_ref *)b)->at;
-  return x < y ? -1 : x > y;
-}
-
 /*
- * Writes into out the text of sql with each dataset reference made direct
- * (above); false when there is none to make, or one may not be made. Under
- * the catalog's lock (the relations, and *generation with them).
+ * Writes into out the text of sql with each reference of p made direct
+ * (above); p's offsets are sql's, or its shape key's when key is given.
+ * False when a reference may not be made direct. Under the catalog's lock
+ * (the relations, and *generation with them).
  */
-static bool direct_text(tm_sql_catalog *c, const char *sql, const json_t *ast, tm_buf *out,
-                        uint64_t *generation) {
+static bool direct_text(tm_sql_catalog *c, const char *sql, const char *key, const direct_plan *p,
+                        tm_buf *out, uint64_t *generation) {
   tm_error err;
   tm_error_init(&err);
-  tm_vec refs;
-  tm_vec_init(&refs, sizeof(direct_ref), 1 << 16);
-  bool ok = direct_refs(ast, 0, &refs, &err) && refs.len > 0;
-  if (ok && refs.len > 1) qsort(refs.ptr, refs.len, sizeof(direct_ref), cmp_refs);
   size_t len = strlen(sql), done = 0;
+  bool ok = p->n > 0;
   pthread_mutex_lock(&c->mu);
   *generation = c->generation;
-  for (size_t i = 0; ok && i < refs.len; i++) {
-    const direct_ref *r = tm_vec_at(&refs, i);
-    cat_item *it = find_item(c, r->name);
+  for (size_t i = 0; ok && i < p->n; i++) {
+    const direct_ref *r = &p->refs[i];
+    size_t at = key ? shape_map(sql, key, r->at, false) : r->at;
+    cat_item *it = at != SIZE_MAX ? find_item(c, r->name) : NULL;
     size_t n = it && it->engine && !it->provider && !it->view &&
                        !tm_engine__scan_provider(it->engine) &&
-                       tm_engine_hidden_columns(tm_engine_schema(it->engine)) == 0 && r->at >= done
-                   ? name_at(sql, len, r->at, r->name)
+                       tm_engine_hidden_columns(tm_engine_schema(it->engine)) == 0 && at >= done
+                   ? name_at(sql, len, at, r->name)
                    : 0;
-    ok = n > 0 && tm_buf_append(out, sql + done, r->at - done, &err) == TM_OK &&
+    ok = n > 0 && tm_buf_append(out, sql + done, at - done, &err) == TM_OK &&
          tm_engine_relation(it->engine, out, &err) == TM_OK;
     if (ok && !r->aliased)
       ok = tm_buf_puts(out, " AS ", &err) == TM_OK && tm_engine__quote_ident(out, r->name, &err) == TM_OK;
-    done = r->at + n;
+    done = at + n;
   }
   pthread_mutex_unlock(&c->mu);
   if (ok) ok = tm_buf_append(out, sql + done, len - done, &err) == TM_OK;
-  tm_vec_dispose(&refs);
   return ok;
 }
 
 /* Prepares sql with its datasets read directly (above) into pe when that can be done; g keeps its own. */
 static void direct_prepare(tm_sql_session *s, const char *sql, const gated *g, prep_entry *pe) {
-  if (!g->ast) return;
+  direct_plan plan;
+  if (!plan_from_ast(g->ast, &plan)) return;
   tm_buf text = TM_BUF_INIT((size_t)CACHE_SQL_MAX * 4);
   duckdb_prepared_statement ps = NULL;
   uint64_t generation = 0;
-  if (direct_text(s->cat, sql, g->ast, &text, &generation) &&
+  if (direct_text(s->cat, sql, NULL, &plan, &text, &generation) &&
       duckdb_prepare(s->conn, tm_buf_cstr(&text), &ps) == DuckDBSuccess &&
       duckdb_nparams(ps) == duckdb_nparams(g->ps) &&
       duckdb_prepared_statement_column_count(ps) == duckdb_prepared_statement_column_count(g->ps)) {
@@ -826,6 +884,7 @@ static void direct_prepare(tm_sql_session *s, const char *sql, const gated *g, p
   }
   if (ps) duckdb_destroy_prepare(&ps);
   tm_buf_dispose(&text);
+  plan_dispose(&plan);
 }
 
 /*
@@ -842,7 +901,12 @@ static prep_entry *keep_prep(tm_sql_session *s, const char *sql, gated *g) {
     tm_free(fresh.sql);
     return NULL;
   }
-  direct_prepare(s, sql, g, &fresh);
+  if (g->direct) {
+    fresh.direct = true;
+    fresh.generation = g->generation;
+  } else {
+    direct_prepare(s, sql, g, &fresh);
+  }
   prep_entry *slot = NULL;
   if (s->n_preps < CACHE_PREPARED) {
     slot = &s->preps[s->n_preps++];
@@ -860,6 +924,8 @@ static prep_entry *keep_prep(tm_sql_session *s, const char *sql, gated *g) {
   return slot;
 }
 
+uint64_t tm_sql__direct_runs(const tm_sql_session *s) { return s->direct_runs; }
+
 size_t tm_sql__kept_direct(const tm_sql_session *s) {
   size_t n = 0;
   for (size_t i = 0; i < s->n_preps; i++) n += s->preps[i].direct;
@@ -867,7 +933,8 @@ size_t tm_sql__kept_direct(const tm_sql_session *s) {
 }
 
 /* Remembers that the texts of shape key pass the gate, reading tables t. */
-static void remember_shape(tm_sql_session *s, const char *key, const gate_names *t) {
+static void remember_shape(tm_sql_session *s, const char *key, const gate_names *t, const char *sql,
+                           const json_t *ast) {
   shape_entry *slot = NULL;
   if (s->n_shapes < CACHE_SHAPES) {
     slot = &s->shapes[s->n_shapes];
@@ -888,10 +955,18 @@ static void remember_shape(tm_sql_session *s, const char *key, const gate_names 
   } else {
     tm_free(slot->key);
     names_dispose(&slot->tables);
+    plan_dispose(&slot->plan);
   }
   slot->key = k;
   slot->tables = copy;
   slot->used = ++s->tick;
+  /* Where the texts of this shape name datasets, at offsets of the key (the same for all). */
+  if (plan_from_ast(ast, &slot->plan))
+    for (size_t i = 0; i < slot->plan.n; i++)
+      if ((slot->plan.refs[i].at = shape_map(sql, key, slot->plan.refs[i].at, true)) == SIZE_MAX) {
+        plan_dispose(&slot->plan);
+        break;
+      }
 }
 
 /*
@@ -915,13 +990,23 @@ static int session_gate(tm_sql_session *s, const char *sql, gated *out, tm_error
   int rc;
   if (shape) {
     shape->used = ++s->tick;
-    rc = tm_sql__gate_again(s->conn, sql, &out->ps, err);
+    /* Its datasets read directly when they may be; as written when not, or when the direct text
+     * fails (the error then names what the user wrote). */
+    tm_buf direct = TM_BUF_INIT((size_t)CACHE_SQL_MAX * 4);
+    tm_error de;
+    tm_error_init(&de);
+    if (shape->plan.n && direct_text(s->cat, sql, shape->key, &shape->plan, &direct, &out->generation) &&
+        tm_sql__gate_again(s->conn, tm_buf_cstr(&direct), &out->ps, &de) == TM_OK)
+      out->direct = true;
+    tm_buf_dispose(&direct);
+    rc = out->ps ? TM_OK : tm_sql__gate_again(s->conn, sql, &out->ps, err);
     if (rc == TM_OK) rc = names_copy(&out->tables, &shape->tables, err);
   } else {
     rc = tm_sql__gate(s->conn, sql, &s->serializer, &out->ps, &out->ast, err);
     if (rc == TM_OK && out->ast)
       rc = tm_sql__tables(out->ast, &out->tables.names, &out->tables.n, err);
-    if (rc == TM_OK && out->ast && have_key) remember_shape(s, tm_buf_cstr(&s->key), &out->tables);
+    if (rc == TM_OK && out->ast && have_key)
+      remember_shape(s, tm_buf_cstr(&s->key), &out->tables, sql, out->ast);
   }
   if (rc != TM_OK) gated_dispose(out);
   return rc;
@@ -960,6 +1045,7 @@ int tm_sql_prepare_params(tm_sql_session *s, const char *sql, const tm_sql_param
     if (rc == TM_OK) q->ps = pe ? pe->ps : q->g.ps;
   }
   tm_free(text);
+  if (rc == TM_OK && (pe ? pe->direct : q->g.direct)) s->direct_runs++;
   if (rc == TM_OK) rc = note_datasets(s, &q->g.tables, err);
   if (rc == TM_OK && params) rc = tm_sql__bind(q->ps, params, err);
   if (rc == TM_OK && q->g.ast) rc = post_pushdown(s->cat, s->conn, q->g.ast, &q->pushed, err);

@@ -93,5 +93,7 @@ int tm_sql__source_schema(tm_sql_source *s, tm_schema *out, tm_error *err) TM_WA
 
 /* session.c, for tests: how many statements the session keeps that read engines' tables directly. */
 size_t tm_sql__kept_direct(const tm_sql_session *s);
+/* ... and how many statements it ran that way (kept ones, and texts of a known shape). */
+uint64_t tm_sql__direct_runs(const tm_sql_session *s);
 
 #endif

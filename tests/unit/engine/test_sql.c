@@ -785,10 +785,12 @@ TM_TEST(sql_kept_statements_read_tables_directly) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     size_t before = tm_sql__kept_direct(s);
+    uint64_t runs = tm_sql__direct_runs(s);
     for (int64_t v = 3; v <= 12; v += 9) {
       char *got = rows_of(s, cases[i].sql, v);
-      /* The same text with the value written in: not kept, read through the views. */
-      char literal[512], num[24];
+      /* The same text with the value written in; with a comment no other text has, its shape
+       * is new: the gate reads it whole and it runs as written, through the views. */
+      char literal[512], num[24], ref[600];
       snprintf(num, sizeof num, "%lld", (long long)v);
       const char *sql = cases[i].sql;
       size_t k = 0;
@@ -801,14 +803,23 @@ TM_TEST(sql_kept_statements_read_tables_directly) {
         }
       }
       literal[k] = '\0';
-      char *want = rows_of(s, literal, INT64_MIN);
-      TM_ASSERT_MSG(strcmp(want, "error") != 0, "%s", literal);
+      snprintf(ref, sizeof ref, "%s /* reference %zu %lld */", literal, i, (long long)v);
+      char *want = rows_of(s, ref, INT64_MIN);
+      TM_ASSERT_MSG(strcmp(want, "error") != 0, "%s", ref);
       TM_ASSERT_MSG(!strcmp(got, want), "%s with %lld:\n%s\nwritten in:\n%s", sql, (long long)v, got, want);
+      /* The text itself: the second value's text has the first one's shape (direct_text with the
+       * shape's key). */
+      char *shaped = rows_of(s, literal, INT64_MIN);
+      TM_ASSERT_MSG(!strcmp(shaped, want), "%s:\n%s\nread through the views:\n%s", literal, shaped, want);
       tm_free(got);
       tm_free(want);
+      tm_free(shaped);
     }
     TM_ASSERT_MSG(tm_sql__kept_direct(s) == before + (cases[i].direct ? 1 : 0),
                   "%s: %s read directly", cases[i].sql, cases[i].direct ? "not" : "");
+    /* Direct: the kept statement's two runs and the second text of the shape. */
+    TM_ASSERT_MSG(tm_sql__direct_runs(s) - runs == (cases[i].direct ? 3u : 0u), "%s: %llu direct runs",
+                  cases[i].sql, (unsigned long long)(tm_sql__direct_runs(s) - runs));
   }
   /* Replaced under its name (another engine, other rows), then removed: the kept statement is
    * prepared again, never answered from the old table. */
