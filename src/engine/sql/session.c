@@ -8,7 +8,9 @@
  * connection; a statement passes the gate (gate.c), posts the pushdown of
  * its federated reads (pushdown.c), then runs as a streaming result whose
  * chunks the caller steps through row by row, with the watchdog armed for
- * the session's time limit.
+ * the session's time limit. A statement that runs again (a kept one, a text
+ * of a known shape) reads the engines' tables directly instead of through
+ * the views where that means the same (direct_text).
  */
 #include <ctype.h>
 #include <stdio.h>
