@@ -272,6 +272,33 @@ SERVER_PID=$PID_B
 stop_server
 assert_eq "$(pg_psql -c 'SELECT count(*), count(DISTINCT id) FROM events')" "6300|6300"
 
+note "${SECONDS}s: retention_sql: one DELETE run by PostgreSQL"
+# ---- retention_sql: one DELETE, its condition in PostgreSQL's dialect (C3) ----
+mkdir -p procC
+cat > procC/run.yaml <<YAML
+datasets:
+  - from: file:$T/keyed_drop
+    name: ret
+    acceleration:
+      engine: postgres
+      refresh_mode: full
+      refresh_check_interval: 1h
+      retention_check_enabled: true
+      retention_check_interval: 500ms
+      retention_sql: DELETE FROM ret WHERE ret.id % 3 = 0 AND v ~ '^fir'
+$PARAMS
+YAML
+start_server procC/run.yaml
+wait_until 20 is_ready || fail "the retention server is not ready"
+# keyed_drop (no key here): ids 0-99 'first', 200 'later', 30 'b' (330 rows); 34 'first' ones have id % 3 = 0.
+wait_until 20 count_is ret 296 || fail "ret: retention_sql did not delete its rows"
+assert_eq "$(sql_value "SELECT count(*) AS n FROM ret WHERE id % 3 = 0 AND v = 'first'")" "0"
+assert_eq "$(sql_value "SELECT count(*) FILTER (WHERE v = 'b') || '/' || count(*) FILTER (WHERE v = 'later') || '/' || count(*) FILTER (WHERE v = 'first') AS n FROM ret")" "30/200/66" "rows the condition does not name were deleted"
+grep -q '\[ret\] retention deleted 34 rows (0 by retention_period, 34 by retention_sql)' "$SERVER_LOG" ||
+  fail "ret: retention not logged"
+stop_server
+assert_eq "$(pg_psql -c 'SELECT count(*) FROM ret')" "296"
+
 # ---- kill -9 during refreshes: the last committed state, never part of one ----------------
 seed_random "kill loop"
 mkdir -p kdata

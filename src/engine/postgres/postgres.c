@@ -17,8 +17,8 @@
  * an identical row is left alone) (SPEC A8). A full refresh (A11) and a
  * replacement for a new schema (B9) load a new table and swap it in (DROP,
  * ALTER TABLE RENAME) inside the commit, so readers see the old rows until
- * then. Retention by time is one DELETE; retention_sql (DuckDB's dialect) is
- * refused by the config for this engine.
+ * then. Retention by time is one DELETE, and so is retention_sql (its
+ * condition run by PostgreSQL: pg_delete_where).
  *
  * Reading: SQL runs in DuckDB over the tm_scan table function. Each query
  * (every scan of one DuckDB statement) reads in one REPEATABLE READ
@@ -968,14 +968,33 @@ static int pg_write(tm_engine_txn *tb, const tm_batch *b, tm_error *err) {
   return rc;
 }
 
+/*
+ * retention_sql on this engine: one DELETE in the refresh's transaction, its
+ * condition evaluated by PostgreSQL (so written in PostgreSQL's dialect; the
+ * table is aliased by the dataset's name, so `events.status` reads as it
+ * would in DuckDB). The extended protocol runs one statement only: the
+ * condition cannot end the DELETE and start another.
+ */
 static int pg_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n_out,
                            tm_error *err) {
-  (void)where_sql;
+  pg_txn *t = (pg_txn *)tb;
+  pg_engine *e = pg_of(tb->engine);
   *n_out = 0;
-  return tm_error_set(err, TM_EUNSUPPORTED,
-                      "dataset '%s': engine postgres does not run retention_sql (DuckDB's "
-                      "dialect); use retention_period",
-                      tb->engine->cfg.dataset);
+  TM_TRY(flush(e, t, err));
+  tm_buf sql = TM_BUF_INIT(1 << 24);
+  int rc = tm_buf_printf(&sql, err, "DELETE FROM %s AS ", t->target_q);
+  if (rc == TM_OK) rc = quote(&sql, e->base.cfg.dataset, err);
+  if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " WHERE (%s\n)", where_sql);
+  PGresult *r = rc == TM_OK ? PQexecParams(e->wconn, tm_buf_cstr(&sql), 0, NULL, NULL, NULL, NULL, 0)
+                            : NULL;
+  tm_buf_dispose(&sql);
+  TM_TRY(rc);
+  if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+    return pg_fail(err, e, e->wconn, r, "retention_sql (run by PostgreSQL) failed");
+  *n_out = num(PQcmdTuples(r));
+  PQclear(r);
+  t->deleted += *n_out;
+  return TM_OK;
 }
 
 /*

@@ -820,14 +820,11 @@ static int load_dataset(ctx *c, yaml_node_t *n, tm_dataset_def *d, bool in_file)
       tm_cfg__path_pop(c, old);
       return rc;
     }
-    if (a->engine == TM_ENGINE_POSTGRES && (a->snapshots != TM_SNAPSHOTS_DISABLED || a->retention_sql)) {
-      bool snap = a->snapshots != TM_SNAPSHOTS_DISABLED;
-      size_t old = tm_cfg__path_push_key(c, snap ? "acceleration.snapshots" : "acceleration.retention_sql");
-      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, snap ? "snapshots" : "retention_sql"),
-                    snap ? "engine postgres keeps no acceleration snapshots: the PostgreSQL server's "
-                           "own backups cover its table"
-                         : "engine postgres does not run retention_sql (DuckDB's dialect); use "
-                           "retention_period");
+    if (a->engine == TM_ENGINE_POSTGRES && a->snapshots != TM_SNAPSHOTS_DISABLED) {
+      size_t old = tm_cfg__path_push_key(c, "acceleration.snapshots");
+      int rc = tm_cfg__fail(c, tm_cfg__lookup(c, acc, "snapshots"),
+                            "engine postgres keeps no acceleration snapshots: the PostgreSQL server's "
+                            "own backups cover its table");
       tm_cfg__path_pop(c, old);
       return rc;
     }
