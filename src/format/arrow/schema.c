@@ -57,6 +57,18 @@ bool tm_type_same_layout(const tm_type *a, const tm_type *b) {
 
 int tm_type_depth(const tm_type *t) { return t->nested ? t->nested->depth : 0; }
 
+size_t tm_type_id_slots(const tm_type *t) {
+  if (!tm_type_is_nested(t) || !t->nested) return 0;
+  const tm_ntype *nt = t->nested;
+  if (t->id == TM_TYPE_MAP) {
+    const tm_ntype *et = nt->child[0].nested;
+    return 2 + tm_type_id_slots(&et->child[0]) + tm_type_id_slots(&et->child[1]);
+  }
+  size_t n = 0;
+  for (size_t k = 0; k < nt->n; k++) n += 1 + tm_type_id_slots(&nt->child[k]);
+  return n;
+}
+
 static int sig_of(tm_buf *b, const tm_type *t, bool nullable, tm_error *err) {
   if (t->nested) TM_TRY(tm_buf_puts(b, t->nested->sig, err));
   else {

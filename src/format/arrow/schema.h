@@ -118,6 +118,15 @@ int tm_type_decode(const char *s, size_t len, tm_type *out, tm_error *err) TM_WA
 /** Same physical layout: equal flat types, nested ones of the same kinds and
  * child counts all the way down (names and nullability may differ). */
 bool tm_type_same_layout(const tm_type *a, const tm_type *b);
+/*
+ * Field ids of the members of a nested type (Iceberg ids them all; Parquet
+ * stores them on the members' schema elements) are kept as an array of
+ * "id slots": one per member below the root, depth first, each member's slot
+ * followed by the slots of its own subtree: a STRUCT's fields in order, a
+ * LIST's element, a MAP's key then its value (the entries struct has no
+ * slot). -1 in a slot: no id. The number of slots of t (0 for flat types).
+ */
+size_t tm_type_id_slots(const tm_type *t);
 /** The type's nested depth: 0 for flat types. */
 int tm_type_depth(const tm_type *t);
 tm_type tm_type_decimal(int32_t precision, int32_t scale);
