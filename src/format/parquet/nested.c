@@ -48,6 +48,7 @@ typedef struct nnode {
   size_t key, value;  /* MAP: nodes; value SIZE_MAX when absent */
   tm_type type;       /* LEAF */
   int pq_phys;        /* LEAF */
+  int32_t field_id;   /* -1 when absent */
 } nnode;
 
 struct tm_pq_ntree {
@@ -118,6 +119,7 @@ int tm_parquet__ntree_new(tm_pq_ntree **out, const tm_pq_schema_elem *elems, siz
     const nnode *parent = depth ? &t->nodes[stack[depth - 1]] : NULL;
     if (depth) left[depth - 1]--;
     n->name = e->name;
+    n->field_id = e->field_id;
     n->repetition = e->repetition < 0 ? TM_PQ_REQUIRED : e->repetition;
     n->def = (parent ? parent->def : 0) + (n->repetition != TM_PQ_REQUIRED);
     n->rep = (parent ? parent->rep : 0) + (n->repetition == TM_PQ_REPEATED);
@@ -543,6 +545,47 @@ static int ntype_of(const tm_pq_ntree *t, size_t ni, bool body, tm_type *out, tm
 int tm_parquet__ntree_type(const tm_pq_ntree *t, tm_type *out, bool *nullable, tm_error *err) {
   *nullable = t->nodes[0].repetition == TM_PQ_OPTIONAL;
   return ntype_of(t, 0, false, out, err);
+}
+
+/* The id slots (schema.h) of node ni's type as ntype_of builds it. */
+static int ids_of(const tm_pq_ntree *t, size_t ni, bool body, int32_t *ids, size_t cap,
+                  size_t *slot) {
+  const nnode *n = &t->nodes[ni];
+#define TM_PUT_ID(v)                    \
+  do {                                  \
+    if (*slot >= cap) return TM_ECORRUPT; \
+    ids[(*slot)++] = (v);               \
+  } while (0)
+  if (!body && n->repetition == TM_PQ_REPEATED) {
+    TM_PUT_ID(-1); /* a bare repeated field: its id is the list's, the element has none */
+    return ids_of(t, ni, true, ids, cap, slot);
+  }
+  switch (n->kind) {
+    case NK_LEAF: return TM_OK;
+    case NK_LIST:
+      TM_PUT_ID(t->nodes[n->elem].field_id);
+      return ids_of(t, n->elem, n->elem == n->rep_child, ids, cap, slot);
+    case NK_MAP:
+      if (n->value == SIZE_MAX) return TM_EUNSUPPORTED;
+      TM_PUT_ID(t->nodes[n->key].field_id);
+      TM_TRY(ids_of(t, n->key, false, ids, cap, slot));
+      TM_PUT_ID(t->nodes[n->value].field_id);
+      return ids_of(t, n->value, false, ids, cap, slot);
+    case NK_STRUCT: break;
+  }
+  size_t k = first_child(t, ni);
+  for (size_t i = 0; i < n->n_children; i++, k = next_sibling(t, k)) {
+    TM_PUT_ID(t->nodes[k].field_id);
+    TM_TRY(ids_of(t, k, false, ids, cap, slot));
+  }
+  return TM_OK;
+#undef TM_PUT_ID
+}
+
+int tm_parquet__ntree_ids(const tm_pq_ntree *t, int32_t *ids, size_t n_ids) {
+  size_t slot = 0;
+  TM_TRY(ids_of(t, 0, false, ids, n_ids, &slot));
+  return slot == n_ids ? TM_OK : TM_ECORRUPT;
 }
 
 static int build_value(rctx *c, size_t ni, tm_colbuilder *cb, size_t *lo, size_t *hi, bool body,

@@ -160,6 +160,14 @@ int tm_parquet_schema(const tm_parquet_file *f, tm_schema *out, tm_error *err) T
 int tm_parquet_nested_type(const tm_parquet_file *f, size_t i, tm_type *out, bool *nullable,
                            tm_error *err) TM_WARN_UNUSED;
 
+/**
+ * The field ids of nested field i's members (-1 where the file has none),
+ * into ids: tm_type_id_slots(type) slots (schema.h) of type, the field's
+ * tm_parquet_nested_type. A bare repeated field's element has no id.
+ */
+int tm_parquet_nested_ids(const tm_parquet_file *f, size_t i, const tm_type *type, int32_t *ids,
+                          tm_error *err) TM_WARN_UNUSED;
+
 /* ---- statistics ------------------------------------------------------------- */
 
 /**
@@ -291,10 +299,15 @@ typedef struct tm_parquet_writer_options {
   size_t page_bytes;       /* target uncompressed data page size; 0: 1 MiB */
   bool dictionary;         /* RLE_DICTIONARY where it pays (default true) */
   const tm_kv *kv;         /* file key/value metadata (copied); may be NULL */
+  /* Field ids of nested columns' members (copied; may be NULL): per column,
+   * NULL or tm_type_id_slots(type) ids (schema.h), written on the members'
+   * schema elements (struct fields, a list's "element", a map's "key" and
+   * "value") as Iceberg wants them. */
+  const int32_t *const *nested_ids;
 } tm_parquet_writer_options;
 
 #define TM_PARQUET_WRITER_OPTIONS_INIT \
-  {TM_PARQUET_OPTIONS_VERSION, TM_PARQUET_ZSTD, 0, 0, 0, 0, true, NULL}
+  {TM_PARQUET_OPTIONS_VERSION, TM_PARQUET_ZSTD, 0, 0, 0, 0, true, NULL, NULL}
 
 typedef struct tm_parquet_writer tm_parquet_writer;
 

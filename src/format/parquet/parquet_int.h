@@ -478,6 +478,9 @@ int tm_parquet__nested_render(const tm_pq_ntree *t, tm_pq_nleaf *leaves, int64_t
 /** The Arrow type of the whole field (LIST, STRUCT or MAP) and whether it is nullable. */
 int tm_parquet__ntree_type(const tm_pq_ntree *t, tm_type *out, bool *nullable, tm_error *err)
     TM_WARN_UNUSED;
+/* The id slots (schema.h) of the tree's type, n_ids of them (the type's
+ * tm_type_id_slots); TM_ECORRUPT when the count differs. */
+int tm_parquet__ntree_ids(const tm_pq_ntree *t, int32_t *ids, size_t n_ids);
 /**
  * Appends the next `rows` rows of the field as native nested values to out
  * (a builder of tm_parquet__ntree_type's type), with the checks of

@@ -491,3 +491,18 @@ int tm_parquet_nested_type(const tm_parquet_file *f, size_t i, tm_type *out, boo
   tm_parquet__ntree_free(t);
   return rc;
 }
+
+int tm_parquet_nested_ids(const tm_parquet_file *f, size_t i, const tm_type *type, int32_t *ids,
+                          tm_error *err) {
+  if (i >= f->n_fields || !f->fields[i].nested)
+    return tm_error_set(err, TM_EINVALID, "%s: field %zu is not nested", f->name, i);
+  const tm_parquet_field *fd = &f->fields[i];
+  tm_pq_ntree *t = NULL;
+  int rc = tm_parquet__ntree_new(&t, &f->meta.schema[fd->elem], f->meta.n_schema - fd->elem,
+                                 f->int96_unit, err);
+  if (rc == TM_OK && tm_parquet__ntree_ids(t, ids, tm_type_id_slots(type)) < 0)
+    rc = tm_error_set(err, TM_EINVALID, "%s: column '%s' is not of the type given", f->name,
+                      fd->name);
+  tm_parquet__ntree_free(t);
+  return rc;
+}

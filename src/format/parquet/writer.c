@@ -97,6 +97,7 @@ struct tm_parquet_writer {
   leaf *leaves;        /* owned: the leaves of the nested columns, in column order */
   size_t n_leaves;
   size_t *first_leaf;  /* owned, per column: its first leaf (nested), or SIZE_MAX (flat) */
+  int32_t **ids;       /* owned, per column: its members' id slots (schema.h), or NULL */
   size_t n_chunks;     /* column chunks per row group: flat columns and leaves */
   int64_t rg_rows;
   int64_t total_rows;
@@ -284,12 +285,16 @@ static size_t element_count(const tm_type *t) {
 
 #define PATH_MAX_DEPTH (2 * TM_NTYPE_MAX_DEPTH + 2)
 
+/* The id in the next of a column's id slots (schema.h), -1 without ids. */
+static int32_t next_id(const int32_t *ids, size_t *slot) { return ids ? ids[(*slot)++] : -1; }
+
 /*
  * Appends the leaves of field `name` (type t) to w->leaves: path[0..depth)
  * names its ancestors; def and rep are the levels of the ancestors.
  */
 static int add_leaves(tm_parquet_writer *w, const tm_type *t, bool nullable, const char *name,
-                      const char **path, size_t depth, int def, int rep, tm_error *err) {
+                      int32_t id, const int32_t *ids, size_t *slot, const char **path,
+                      size_t depth, int def, int rep, tm_error *err) {
   if (depth + 2 >= PATH_MAX_DEPTH)
     return tm_error_set(err, TM_EUNSUPPORTED, "column '%s': nested too deep for Parquet", path[0]);
   path[depth] = name;
@@ -303,7 +308,7 @@ static int add_leaves(tm_parquet_writer *w, const tm_type *t, bool nullable, con
     lf->c.name = (char *)name;
     lf->c.type = *t;
     lf->c.nullable = nullable;
-    lf->c.field_id = -1;
+    lf->c.field_id = id;
     lf->max_def = def;
     lf->max_rep = rep;
     tm_colbuilder_init(&lf->vals, *t, (size_t)2 << 30);
@@ -317,21 +322,22 @@ static int add_leaves(tm_parquet_writer *w, const tm_type *t, bool nullable, con
   const tm_ntype *nt = t->nested;
   if (t->id == TM_TYPE_STRUCT) {
     for (size_t k = 0; k < nt->n; k++)
-      TM_TRY(add_leaves(w, &nt->child[k], nt->nullable[k], nt->name[k], path, depth + 1, def, rep,
-                        err));
+      TM_TRY(add_leaves(w, &nt->child[k], nt->nullable[k], nt->name[k], next_id(ids, slot), ids,
+                        slot, path, depth + 1, def, rep, err));
     return TM_OK;
   }
   /* The repeated group of a LIST or MAP: one more level of each. */
   if (t->id == TM_TYPE_LIST) {
     path[depth + 1] = "list";
-    return add_leaves(w, &nt->child[0], nt->nullable[0], "element", path, depth + 2, def + 1,
-                      rep + 1, err);
+    return add_leaves(w, &nt->child[0], nt->nullable[0], "element", next_id(ids, slot), ids, slot,
+                      path, depth + 2, def + 1, rep + 1, err);
   }
   const tm_ntype *et = nt->child[0].nested;
   path[depth + 1] = "key_value";
-  TM_TRY(add_leaves(w, &et->child[0], false, "key", path, depth + 2, def + 1, rep + 1, err));
-  return add_leaves(w, &et->child[1], et->nullable[1], "value", path, depth + 2, def + 1, rep + 1,
-                    err);
+  TM_TRY(add_leaves(w, &et->child[0], false, "key", next_id(ids, slot), ids, slot, path,
+                    depth + 2, def + 1, rep + 1, err));
+  return add_leaves(w, &et->child[1], et->nullable[1], "value", next_id(ids, slot), ids, slot,
+                    path, depth + 2, def + 1, rep + 1, err);
 }
 
 static void dispose_rg(rg_meta *g, size_t n_cols) {
@@ -357,6 +363,9 @@ void tm_parquet_writer_free(tm_parquet_writer *w) {
   }
   tm_free(w->leaves);
   tm_free(w->first_leaf);
+  if (w->ids)
+    for (size_t i = 0; i < w->schema.n_cols; i++) tm_free(w->ids[i]);
+  tm_free(w->ids);
   tm_vec_dispose(&w->rgs);
   tm_free(w->layout);
   tm_schema_dispose(&w->schema);
@@ -407,7 +416,8 @@ int tm_parquet_writer_new(tm_parquet_writer **out, const tm_schema *schema,
   for (size_t i = 0; i < n; i++)
     if (tm_type_is_nested(&schema->cols[i].type)) n_leaves += leaf_count(&schema->cols[i].type);
   w->leaves = tm_calloc(n_leaves ? n_leaves : 1, sizeof *w->leaves);
-  if (!w->layout || !w->cols || !w->first_leaf || !w->leaves) {
+  w->ids = tm_calloc(n ? n : 1, sizeof *w->ids);
+  if (!w->layout || !w->cols || !w->first_leaf || !w->leaves || !w->ids) {
     rc = tm_error_nomem(err);
     goto fail;
   }
@@ -417,8 +427,18 @@ int tm_parquet_writer_new(tm_parquet_writer **out, const tm_schema *schema,
     w->first_leaf[i] = SIZE_MAX;
     if (tm_type_is_nested(&c->type)) {
       const char *path[PATH_MAX_DEPTH];
+      size_t n_slots = tm_type_id_slots(&c->type), slot = 0;
+      if (opts && opts->nested_ids && opts->nested_ids[i] && n_slots) {
+        w->ids[i] = tm_calloc(n_slots, sizeof *w->ids[i]);
+        if (!w->ids[i]) {
+          rc = tm_error_nomem(err);
+          goto fail;
+        }
+        memcpy(w->ids[i], opts->nested_ids[i], n_slots * sizeof *w->ids[i]);
+      }
       w->first_leaf[i] = w->n_leaves;
-      TM_CHECK(add_leaves(w, &c->type, c->nullable, c->name, path, 0, 0, 0, err));
+      TM_CHECK(add_leaves(w, &c->type, c->nullable, c->name, c->field_id, w->ids[i], &slot, path,
+                          0, 0, 0, err));
       w->n_chunks += leaf_count(&c->type);
     } else {
       TM_CHECK(layout_of(c, &w->layout[i], err));
@@ -1132,7 +1152,8 @@ static void write_group(tm_thrift_writer *t, int repetition, const char *name, s
 
 /* The schema elements of a nested field, depth first; *lf walks the leaves in order. */
 static void write_elements(tm_thrift_writer *t, const tm_type *ty, bool nullable,
-                           const char *name, int32_t field_id, const leaf **lf) {
+                           const char *name, int32_t field_id, const int32_t *ids, size_t *slot,
+                           const leaf **lf) {
   int rep = nullable ? TM_PQ_OPTIONAL : TM_PQ_REQUIRED;
   if (!tm_type_is_nested(ty)) {
     const leaf *l = (*lf)++;
@@ -1149,19 +1170,21 @@ static void write_elements(tm_thrift_writer *t, const tm_type *ty, bool nullable
   if (ty->id == TM_TYPE_STRUCT) {
     write_group(t, rep, name, nt->n, 0, field_id);
     for (size_t k = 0; k < nt->n; k++)
-      write_elements(t, &nt->child[k], nt->nullable[k], nt->name[k], -1, lf);
+      write_elements(t, &nt->child[k], nt->nullable[k], nt->name[k], next_id(ids, slot), ids,
+                     slot, lf);
     return;
   }
   write_group(t, rep, name, 1, ty->id, field_id);
   if (ty->id == TM_TYPE_LIST) {
     write_group(t, TM_PQ_REPEATED, "list", 1, 0, -1);
-    write_elements(t, &nt->child[0], nt->nullable[0], "element", -1, lf);
+    write_elements(t, &nt->child[0], nt->nullable[0], "element", next_id(ids, slot), ids, slot,
+                   lf);
     return;
   }
   const tm_ntype *et = nt->child[0].nested;
   write_group(t, TM_PQ_REPEATED, "key_value", 2, 0, -1);
-  write_elements(t, &et->child[0], false, "key", -1, lf);
-  write_elements(t, &et->child[1], et->nullable[1], "value", -1, lf);
+  write_elements(t, &et->child[0], false, "key", next_id(ids, slot), ids, slot, lf);
+  write_elements(t, &et->child[1], et->nullable[1], "value", next_id(ids, slot), ids, slot, lf);
 }
 
 static int write_footer(tm_parquet_writer *w, tm_error *err) {
@@ -1184,7 +1207,8 @@ static int write_footer(tm_parquet_writer *w, tm_error *err) {
     const col_layout *l = &w->layout[i];
     if (w->first_leaf[i] != SIZE_MAX) {
       const leaf *lf = &w->leaves[w->first_leaf[i]];
-      write_elements(&t, &c->type, c->nullable, c->name, c->field_id, &lf);
+      size_t slot = 0;
+      write_elements(&t, &c->type, c->nullable, c->name, c->field_id, w->ids[i], &slot, &lf);
       continue;
     }
     tm_thrift_write_struct_begin(&t);

@@ -635,3 +635,68 @@ TM_TEST(writer_nested_round_trip_and_duckdb) {
   tm_free(got);
   tm_batch_release(&b);
 }
+
+/* Nested members carry field ids (Iceberg ids every member): written from id slots, read back
+ * by us and by DuckDB's parquet_schema(), on the elements Iceberg names (issue 16). */
+TM_TEST(writer_nested_field_ids_round_trip_and_duckdb) {
+  tm_error err;
+  const char *src = tm_test_path("ids_src.parquet");
+  const char *ours = tm_test_path("ids_ours.parquet");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "node '%s/tests/node/duckdb-query.mjs' \"COPY (SELECT i AS id, {'a': i, 'l': [{'x': i, "
+           "'m': MAP {'k': i}}]} AS s FROM range(0, 3) t(i)) TO '%s' (FORMAT PARQUET)\" >/dev/null",
+           tm_test_source_dir(), src);
+  TM_ASSERT_MSG(system(cmd) == 0, "DuckDB could not write the source file: %s", cmd);
+  tm_batch b;
+  char *want = nested_json(src, &b);
+  b.schema.cols[1].field_id = 7;
+  size_t n_slots = tm_type_id_slots(&b.schema.cols[1].type);
+  TM_ASSERT_INT_EQ(n_slots, 7); /* a, l, l's element, x, m, m's key, m's value */
+  int32_t ids[7];
+  for (size_t i = 0; i < n_slots; i++) ids[i] = 100 + (int32_t)i;
+  const int32_t *per_col[2] = {NULL, ids};
+  tm_parquet_writer_options o = TM_PARQUET_WRITER_OPTIONS_INIT;
+  o.nested_ids = per_col;
+  tm_atomic_file af;
+  TM_ASSERT_OK(tm_atomic_file_begin(&af, ours, &err), &err);
+  tm_parquet_writer *w;
+  TM_ASSERT_OK(tm_parquet_writer_new(&w, &b.schema, &o, tm_parquet_sink_atomic_file, &af, &err), &err);
+  TM_ASSERT_OK(tm_parquet_writer_write(w, &b, &err), &err);
+  TM_ASSERT_OK(tm_parquet_writer_close(w, &err), &err);
+  TM_ASSERT_OK(tm_atomic_file_commit(&af, &err), &err);
+  char *got = nested_json(ours, NULL);
+  TM_ASSERT_MSG(strcmp(got, want) == 0, "values changed with field ids");
+  /* Our reader: the same slots. */
+  tm_input *in;
+  TM_ASSERT_OK(tm_input_open_file(&in, ours, &err), &err);
+  tm_parquet_file *f;
+  TM_ASSERT_OK(tm_parquet_open(&f, in, NULL, &err), &err);
+  tm_type ty;
+  bool nullable;
+  TM_ASSERT_OK(tm_parquet_nested_type(f, 1, &ty, &nullable, &err), &err);
+  TM_ASSERT_INT_EQ(tm_parquet_field_at(f, 1)->field_id, 7);
+  int32_t back[7];
+  TM_ASSERT_OK(tm_parquet_nested_ids(f, 1, &ty, back, &err), &err);
+  for (size_t i = 0; i < n_slots; i++) TM_ASSERT_INT_EQ(back[i], ids[i]);
+  /* A type with other slots is refused, not read past. */
+  TM_ASSERT_RC(tm_parquet_nested_ids(f, 1, &b.schema.cols[0].type, back, &err), TM_EINVALID);
+  tm_parquet_close(f);
+  /* DuckDB sees each id on its element: the groups "list" and "key_value" have none. */
+  snprintf(cmd, sizeof cmd,
+           "node '%s/tests/node/duckdb-query.mjs' \"SELECT string_agg(name || ':' || "
+           "coalesce(field_id::VARCHAR, '-'), ',') FROM parquet_schema('%s')\" | tail -1 | grep -qx "
+           "'\"schema:-,id:-,s:7,a:100,l:101,list:-,element:102,x:103,m:104,key_value:-,key:105,"
+           "value:106\"'",
+           tm_test_source_dir(), ours);
+  TM_ASSERT_MSG(system(cmd) == 0, "DuckDB reads other field ids: %s", cmd);
+  /* A file without member ids reads -1 in every slot. */
+  TM_ASSERT_OK(tm_input_open_file(&in, src, &err), &err);
+  TM_ASSERT_OK(tm_parquet_open(&f, in, NULL, &err), &err);
+  TM_ASSERT_OK(tm_parquet_nested_ids(f, 1, &ty, back, &err), &err);
+  for (size_t i = 0; i < n_slots; i++) TM_ASSERT_INT_EQ(back[i], -1);
+  tm_parquet_close(f);
+  tm_free(want);
+  tm_free(got);
+  tm_batch_release(&b);
+}
