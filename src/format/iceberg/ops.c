@@ -90,8 +90,11 @@ static int input_open(tm_iceberg_table *t, const tm_schema *table_schema, const 
     tm_text_options_init(&to);
     rc = tm_csv_reader_open(&r->csv, in, table_schema, &to, err);
   } else {
+    /* Nested columns as native arrays, written under the table's type. */
+    tm_parquet_scan_options so = TM_PARQUET_SCAN_OPTIONS_INIT;
+    so.nested_native = true;
     rc = tm_parquet_open(&r->pf, in, NULL, err);
-    if (rc == TM_OK) rc = tm_parquet_scan_new(&r->scan, r->pf, NULL, err);
+    if (rc == TM_OK) rc = tm_parquet_scan_new(&r->scan, r->pf, &so, err);
   }
   if (rc < 0) {
     input_close(r);
