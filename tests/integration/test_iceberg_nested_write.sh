@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Authoring Iceberg tables with nested columns (issue 16): DuckDB writes a
-# Parquet file with a struct holding a list, a map and a struct, a list of
+# Parquet file with a struct holding a list, a map and a struct (with a
+# SMALLINT member: Iceberg has int, so appending converts it), a list of
 # structs and a map of varchar to struct (nulls at every level, empty lists
 # and maps, 300 rows in 3 row groups). `tidemark iceberg create --schema-from`
 # it and `append` it; then
@@ -33,7 +34,8 @@ duckdb_query "COPY (
       'attrs': CASE WHEN i % 6 = 0 THEN NULL WHEN i % 6 = 1 THEN MAP {}
                     ELSE MAP {'a': i::INTEGER, 'b': NULL::INTEGER} END,
       'user': CASE WHEN i % 9 = 0 THEN NULL
-                   ELSE {'uid': (i % 50)::BIGINT, 'name': CASE WHEN i % 4 = 0 THEN NULL ELSE 'n' || i END} END
+                   ELSE {'uid': (i % 50)::BIGINT, 'name': CASE WHEN i % 4 = 0 THEN NULL ELSE 'n' || i END,
+                         'lvl': (i % 100)::SMALLINT} END
     } END AS payload,
     CASE WHEN i % 8 = 0 THEN NULL WHEN i % 8 = 1 THEN []
          ELSE [{'a': i::INTEGER, 'b': CASE WHEN i % 3 = 0 THEN NULL ELSE [(i * 0.5)::DOUBLE, NULL] END},
@@ -46,7 +48,7 @@ duckdb_query "COPY (
 # ---- create --schema-from, append -------------------------------------------
 tm iceberg create wh/n --schema-from src.parquet >/dev/null
 meta=$(last_meta wh/n)
-assert_eq "$(tr -d ' \n' <"$meta" | grep -o '"last-column-id":[0-9]*')" '"last-column-id":22' \
+assert_eq "$(tr -d ' \n' <"$meta" | grep -o '"last-column-id":[0-9]*')" '"last-column-id":23' \
   "every member of the nested columns got an id"
 assert_contains "$(tm iceberg append wh/n src.parquet)" "1 data files added (300 rows)"
 # (a) tidemark's reading equals DuckDB's reading of the source.
@@ -68,7 +70,8 @@ schema='{"type":"struct","fields":[
    {"name":"tags","required":false,"type":{"type":"list","element":"string","element-required":false}},
    {"name":"attrs","required":false,"type":{"type":"map","key":"string","value":"int","value-required":false}},
    {"name":"user","required":false,"type":{"type":"struct","fields":[
-     {"name":"uid","required":false,"type":"long"},{"name":"name","required":false,"type":"string"}]}}]}},
+     {"name":"uid","required":false,"type":"long"},{"name":"name","required":false,"type":"string"},
+     {"name":"lvl","required":false,"type":"int"}]}}]}},
  {"name":"los","required":false,"type":{"type":"list","element-required":false,"element":{"type":"struct","fields":[
    {"name":"a","required":false,"type":"int"},
    {"name":"b","required":false,"type":{"type":"list","element":"double","element-required":false}}]}}},

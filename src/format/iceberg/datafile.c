@@ -240,6 +240,12 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
                           (int)w->o.equality_ids[i]);
         goto done;
       }
+      if (!tm_iceberg_type_is_primitive(f->type)) {
+        /* Iceberg: equality fields are primitive columns. */
+        rc = tm_error_set(err, TM_EINVALID, "equality column %s is a %s, not a primitive column",
+                          f->name, tm_iceberg_type_name(f->type->id));
+        goto done;
+      }
       TM_CHECK(add_column(w, f->name, f->type, !f->required, f->id, err));
     }
   } else {
@@ -623,11 +629,68 @@ static int check_required(const tm_colview *cv, const uint8_t *live, const char 
   return rc;
 }
 
-/* A nested input column as the table's column: the same layout (names and
- * requiredness are the table's), copied into *out. */
+/* The same kinds of struct, list and map with the same number of members
+ * all the way down; leaves may differ. */
+static bool same_shape(const tm_type *a, const tm_type *b, int depth) {
+  if (tm_type_is_nested(a) != tm_type_is_nested(b)) return false;
+  if (!tm_type_is_nested(a)) return true;
+  if (a->id != b->id || a->nested->n != b->nested->n || depth > TM_NTYPE_MAX_DEPTH) return false;
+  for (size_t k = 0; k < a->nested->n; k++)
+    if (!same_shape(&a->nested->child[k], &b->nested->child[k], depth + 1)) return false;
+  return true;
+}
+
+/*
+ * Appends rows [from, from + n) of src to cb, whose type has src's shape,
+ * converting leaf values the way Iceberg promotes types (int16 -> int,
+ * uint32 -> long, ...; tm_iceberg__convert_value). For the rare input whose
+ * leaves are not the table's exact types (e.g. a file with SMALLINT members
+ * appended to the table created from it); the same layout is copied whole.
+ */
+static int append_converted(tm_colbuilder *cb, const tm_colview *src, int64_t from, int64_t n,
+                            const char *col, tm_error *err) {
+  if (!tm_type_is_nested(&cb->type)) {
+    for (int64_t i = from; i < from + n; i++) {
+      tm_value v, c;
+      tm_colview_get(src, i, &v);
+      if (!tm_iceberg__convert_value(&v, &src->type, &cb->type, &c)) {
+        char a[64], b[64];
+        tm_type_name(&src->type, a, sizeof a);
+        tm_type_name(&cb->type, b, sizeof b);
+        return tm_error_set(err, TM_EINVALID, "column %s: a %s member value does not convert to %s",
+                            col, a, b);
+      }
+      TM_TRY(tm_colbuilder_append_value(cb, &c, err));
+    }
+    return TM_OK;
+  }
+  const int32_t *off = src->values;
+  for (int64_t i = from; i < from + n; i++) {
+    if (tm_colview_is_null(src, i)) {
+      TM_TRY(tm_colbuilder_append_null(cb, err));
+      continue;
+    }
+    for (size_t k = 0; k < cb->n_children; k++) {
+      tm_colview ch = tm_colview_child(src, k);
+      if (cb->type.id == TM_TYPE_STRUCT) {
+        TM_TRY(append_converted(tm_colbuilder_child(cb, k), &ch, i, 1, col, err));
+      } else {
+        TM_TRY(append_converted(tm_colbuilder_child(cb, k), &ch, off[i], off[i + 1] - off[i], col,
+                                err));
+      }
+    }
+    TM_TRY(tm_colbuilder_append_nested(cb, err));
+  }
+  return TM_OK;
+}
+
+/* A nested input column as the table's column (names and requiredness are
+ * the table's), copied into *out: the same layout whole, the same shape
+ * with leaves converted. */
 static int conform_nested(const tm_column *col, const tm_colview *cv, int64_t n,
                           struct ArrowArray *out, tm_error *err) {
-  if (!tm_type_same_layout(&cv->type, &col->type)) {
+  bool same = tm_type_same_layout(&cv->type, &col->type);
+  if (!same && !same_shape(&cv->type, &col->type, 0)) {
     char a[256], b[256];
     tm_type_name(&cv->type, a, sizeof a);
     tm_type_name(&col->type, b, sizeof b);
@@ -637,7 +700,8 @@ static int conform_nested(const tm_column *col, const tm_colview *cv, int64_t n,
   TM_TRY(tm_colview_check(cv, err));
   tm_colbuilder cb;
   tm_colbuilder_init(&cb, col->type, 0);
-  int rc = tm_colbuilder_append_range(&cb, cv, 0, n, err);
+  int rc = same ? tm_colbuilder_append_range(&cb, cv, 0, n, err)
+                : append_converted(&cb, cv, 0, n, col->name, err);
   if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, out, err);
   tm_colbuilder_dispose(&cb);
   if (rc < 0) return rc;

@@ -589,7 +589,12 @@ static int eq_resolve(const tm_iceberg_schema *schema, const char *const *cols, 
   if (!*ids || !gs->eq_idx) return tm_error_nomem(err);
   for (size_t i = 0; i < n; i++) {
     const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, cols[i]);
-    if (!f || !tm_iceberg_type_is_primitive(f->type)) {
+    if (f && !tm_iceberg_type_is_primitive(f->type)) {
+      return tm_error_set(err, TM_EINVALID,
+                          "equality column %s is a %s (equality deletes are on primitive columns)",
+                          cols[i], tm_iceberg_type_name(f->type->id));
+    }
+    if (!f) {
       return tm_error_set(err, TM_EINVALID, "equality column %s is not a column of the table",
                           cols[i]);
     }

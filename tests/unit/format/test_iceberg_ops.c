@@ -813,8 +813,9 @@ static int64_t row_pid(int64_t i) { return i == 1 ? 34 : i * 1000 - 7; }
 
 typedef struct nested_gen {
   int64_t next, to;
-  bool int_tags;    /* tags as list<int64>: not the table's layout */
+  bool int_tags;    /* tags as list<int64>: values that do not convert to string */
   bool all_regions; /* no NULL region inside a present payload */
+  bool i32_pid;     /* payload.id as int32: converted to the table's long */
 } nested_gen;
 
 static int nested_next(void *payload, tm_batch *out, tm_error *err) {
@@ -824,7 +825,7 @@ static int nested_next(void *payload, tm_batch *out, tm_error *err) {
   tm_type utf8 = tm_type_of(TM_TYPE_UTF8), i64 = tm_type_of(TM_TYPE_INT64), tags, st;
   TM_TRY(tm_type_list(g->int_tags ? &i64 : &utf8, true, &tags, err));
   const char *names[3] = {"REGION", "Id", "Tags"};
-  tm_type types[3] = {utf8, i64, tags};
+  tm_type types[3] = {utf8, g->i32_pid ? tm_type_of(TM_TYPE_INT32) : i64, tags};
   bool nl[3] = {true, true, true};
   TM_TRY(tm_type_struct(3, names, types, nl, &st, err));
   tm_schema s;
@@ -930,11 +931,17 @@ TM_TEST(iceberg_ops_nested_columns_round_trip) {
   TM_ASSERT_INT_EQ(spec->fields[0].source_id, 50);
   TM_ASSERT_STR_EQ(spec->fields[1].name, "payload_id_bucket");
   TM_ASSERT_INT_EQ(spec->fields[1].source_id, pt->fields[1].id);
-  nested_gen g = {0, 200, false, false};
+  /* Half the rows with payload.id as int32: the same shape, converted. */
+  nested_gen g = {0, 100, false, false, false};
   tm_iceberg_op_result res;
   tm_error err;
   TM_ASSERT_OK(tm_iceberg_append(t, nested_next, &g, NULL, &res, &err), &err);
-  TM_ASSERT_INT_EQ(res.rows_added, 200);
+  TM_ASSERT_INT_EQ(res.rows_added, 100);
+  tm_iceberg_table_free(t);
+  t = open_at(root);
+  nested_gen g32 = {100, 200, false, false, true};
+  TM_ASSERT_OK(tm_iceberg_append(t, nested_next, &g32, NULL, &res, &err), &err);
+  TM_ASSERT_INT_EQ(res.rows_added, 100);
   tm_iceberg_table_free(t);
 
   t = open_at(root);
@@ -1022,25 +1029,62 @@ TM_TEST(iceberg_ops_nested_columns_round_trip) {
 TM_TEST(iceberg_ops_nested_columns_refusals) {
   tm_iceberg_op_result res;
   tm_error err;
-  /* Another layout (tags list<int64> for list<string>): named, both types. */
+  /* Member values that do not convert (int64 tags for list<string>). */
   const char *root = make_nested("nested_bad", NULL, false);
   tm_iceberg_table *t = open_at(root);
-  nested_gen g = {0, 10, true, false};
+  nested_gen g = {0, 10, true, false, false};
   TM_ASSERT_RC(tm_iceberg_append(t, nested_next, &g, NULL, &res, &err), TM_EINVALID);
   TM_ASSERT_CONTAINS(err.message, "column payload");
-  TM_ASSERT_CONTAINS(err.message, "list<int64>");
+  TM_ASSERT_CONTAINS(err.message, "int64");
+  TM_ASSERT_CONTAINS(err.message, "utf8");
+  /* Another shape (a list for the struct): named, with both types. */
+  tm_schema s;
+  tm_schema_init(&s);
+  tm_type utf8 = tm_type_of(TM_TYPE_UTF8), lst;
+  TM_ASSERT_OK(tm_type_list(&utf8, true, &lst, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&s, "id", tm_type_of(TM_TYPE_INT64), false, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&s, "payload", lst, true, -1, &err), &err);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+  tm_schema_dispose(&s);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_batch_builder_col(&bb, 0), 1, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(tm_batch_builder_col(&bb, 1), &err), &err);
+  tm_batch b;
+  tm_batch_init(&b);
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, &b, &err), &err);
+  tm_batch_builder_dispose(&bb);
+  tm_iceberg_data_writer *w = NULL;
+  TM_ASSERT_OK(tm_iceberg_data_writer_new(&w, t, NULL, &err), &err);
+  TM_ASSERT_RC(tm_iceberg_data_writer_write(w, &b, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "column payload");
   TM_ASSERT_CONTAINS(err.message, "list<utf8>");
+  TM_ASSERT_CONTAINS(err.message, "struct<");
+  tm_iceberg_data_writer_free(w);
+  tm_batch_release(&b);
   tm_iceberg_table_free(t);
   /* A required member: NULL only under a NULL payload is fine ... */
   root = make_nested("nested_req", NULL, true);
   t = open_at(root);
-  nested_gen ok = {0, 30, false, true};
+  nested_gen ok = {0, 30, false, true, false};
   TM_ASSERT_OK(tm_iceberg_append(t, nested_next, &ok, NULL, &res, &err), &err);
   TM_ASSERT_INT_EQ(res.rows_added, 30);
   tm_iceberg_table_free(t);
+  /* Equality deletes are on primitive columns (Iceberg spec). */
+  t = open_at(root);
+  tm_predicate p;
+  tm_predicate_init(&p);
+  TM_ASSERT_OK(tm_iceberg_parse_where("id < 5",
+                                      tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t)),
+                                      &p, &err), &err);
+  const char *eq[1] = {"payload"};
+  TM_ASSERT_RC(tm_iceberg_delete_where(t, &p, TM_ICEBERG_DELETE_EQUALITY, eq, 1, NULL, &res, &err),
+               TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "equality column payload is a struct");
+  tm_predicate_dispose(&p);
+  tm_iceberg_table_free(t);
   /* ... a NULL inside a present payload is an error naming the member. */
   t = open_at(root);
-  nested_gen bad = {0, 30, false, false};
+  nested_gen bad = {0, 30, false, false, false};
   TM_ASSERT_RC(tm_iceberg_append(t, nested_next, &bad, NULL, &res, &err), TM_EINVALID);
   TM_ASSERT_CONTAINS(err.message, "payload.region");
   tm_iceberg_table_free(t);
