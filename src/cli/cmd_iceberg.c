@@ -118,6 +118,29 @@ static int print_result(const char *what, const tm_iceberg_op_result *r) {
 
 /* ---- create / replace-table -------------------------------------------------- */
 
+/* A Parquet file's columns for a new table's schema: nested columns as
+ * their native struct, list and map types (issue 16), without field ids
+ * (the table assigns fresh ones at every level). */
+static int parquet_columns(const char *path, tm_schema *out, tm_error *err) {
+  tm_parquet_file *pf = NULL;
+  TM_TRY(tm_parquet_open_path(&pf, path, NULL, err));
+  int rc = TM_OK;
+  for (size_t i = 0; i < tm_parquet_num_fields(pf) && rc == TM_OK; i++) {
+    const tm_parquet_field *fd = tm_parquet_field_at(pf, i);
+    tm_type t = fd->type;
+    bool nullable = fd->nullable;
+    if (fd->nested) {
+      rc = tm_parquet_nested_type(pf, i, &t, &nullable, err);
+    } else if (fd->unsupported) {
+      rc = tm_error_set(err, TM_EUNSUPPORTED, "%s: column %s: %s", path, fd->name,
+                        fd->unsupported);
+    }
+    if (rc == TM_OK) rc = tm_schema_add(out, fd->name, t, nullable, -1, err);
+  }
+  tm_parquet_close(pf);
+  return rc;
+}
+
 static int cmd_create(const tm_cli_args *a, const char *table, bool replace) {
   tm_error err;
   tm_iceberg_io io;
@@ -144,14 +167,8 @@ static int cmd_create(const tm_cli_args *a, const char *table, bool replace) {
     return tm_cli_usage_error(g_cmd, "create needs --schema JSON or --schema-from FILE");
   }
   if (schema_from) {
-    tm_parquet_file *pf = NULL;
-    rc = tm_parquet_open_path(&pf, schema_from, NULL, &err);
-    if (rc == TM_OK) rc = tm_parquet_schema(pf, &from, &err);
-    tm_parquet_close(pf);
-    if (rc == TM_OK) {
-      for (size_t i = 0; i < from.n_cols; i++) from.cols[i].field_id = -1;
-      co.schema = &from;
-    }
+    rc = parquet_columns(schema_from, &from, &err);
+    if (rc == TM_OK) co.schema = &from;
   }
   const char *p = opt(a, "property");
   while (rc == TM_OK && p && *p) {

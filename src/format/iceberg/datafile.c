@@ -7,6 +7,13 @@
  * target size or when the writer finishes. Metrics are accumulated from
  * the rows written (bounds, null and NaN counts) and from the file's own
  * footer (column sizes, row-group split offsets).
+ *
+ * Nested columns (struct, list, map at any depth; issue 16) are written with
+ * the table's field id on every member (Parquet writer option nested_ids).
+ * Their metrics are left out: Iceberg keys metrics by the primitive leaves'
+ * ids and counts a leaf's values the Parquet way (one per level entry), so
+ * rather than approximate them the manifests carry none for those leaves
+ * (readers then do not prune on them, which is always correct).
  */
 #include <math.h>
 #include <string.h>
@@ -24,6 +31,7 @@
 #define WRITER_ARENA_LIMIT ((size_t)1 << 32)
 #define POS_PATH_ID 2147483546
 #define POS_POS_ID 2147483545
+#define PATH_MAX_DEPTH TM_NTYPE_MAX_DEPTH
 
 typedef struct col_acc {
   bool has;
@@ -48,8 +56,13 @@ struct tm_iceberg_data_writer {
   tm_iceberg_data_writer_options o;
   tm_schema out;                 /* columns written, with field ids */
   tm_iceberg_type *types;        /* Iceberg type per written column */
+  size_t max_cols;               /* entries of types and nested_ids */
+  int32_t **nested_ids;          /* per written column: id slots (schema.h), NULL when flat */
   tm_type *ptypes;               /* partition result types */
   int *pcol;                     /* per partition field: written column of its source, -1 */
+  int *ppath;                    /* per partition field: PATH_MAX_DEPTH struct child indices
+                                  * from the column down to a nested source */
+  size_t *pdepth;                /* per partition field: steps used in ppath (0: the column) */
   const tm_iceberg_type **psrc;  /* per partition field: the source's Iceberg type */
   tm_map open;                   /* partition key -> open_file* */
   tm_iceberg_data_file *done;
@@ -80,19 +93,97 @@ static void free_open_file_accs(open_file *f, size_t n) {
 
 /* ---- setup -------------------------------------------------------------------- */
 
+/* Whether values of this Iceberg type (and of every member, for nested
+ * types) can be written. */
+static int check_writable(const char *name, const tm_iceberg_type *it, int depth, tm_error *err) {
+  if (depth > PATH_MAX_DEPTH)
+    return tm_error_set(err, TM_EUNSUPPORTED, "column %s nests deeper than %d levels", name,
+                        PATH_MAX_DEPTH);
+  switch (it->id) {
+    case TM_ICEBERG_UNKNOWN:
+    case TM_ICEBERG_VARIANT:
+    case TM_ICEBERG_GEOMETRY:
+    case TM_ICEBERG_GEOGRAPHY:
+      return tm_error_set(err, TM_EUNSUPPORTED, "column %s: writing %s values is not supported",
+                          name, tm_iceberg_type_name(it->id));
+    case TM_ICEBERG_STRUCT:
+      for (size_t i = 0; i < it->n_fields; i++)
+        TM_TRY(check_writable(name, it->fields[i].type, depth + 1, err));
+      return TM_OK;
+    case TM_ICEBERG_LIST: return check_writable(name, it->element->type, depth + 1, err);
+    case TM_ICEBERG_MAP:
+      TM_TRY(check_writable(name, it->key->type, depth + 1, err));
+      return check_writable(name, it->value->type, depth + 1, err);
+    default: return TM_OK;
+  }
+}
+
+/* The members' field ids of a nested Iceberg type in id-slot order
+ * (schema.h: depth first, each member followed by its subtree; a map's key
+ * then its value), appended at ids[*n] (room for every slot). */
+static void fill_id_slots(const tm_iceberg_type *it, int32_t *ids, size_t *n) {
+  switch (it->id) {
+    case TM_ICEBERG_STRUCT:
+      for (size_t i = 0; i < it->n_fields; i++) {
+        ids[(*n)++] = it->fields[i].id;
+        fill_id_slots(it->fields[i].type, ids, n);
+      }
+      return;
+    case TM_ICEBERG_LIST:
+      ids[(*n)++] = it->element->id;
+      fill_id_slots(it->element->type, ids, n);
+      return;
+    case TM_ICEBERG_MAP:
+      ids[(*n)++] = it->key->id;
+      fill_id_slots(it->key->type, ids, n);
+      ids[(*n)++] = it->value->id;
+      fill_id_slots(it->value->type, ids, n);
+      return;
+    default: return;
+  }
+}
+
 static int add_column(tm_iceberg_data_writer *w, const char *name, const tm_iceberg_type *it,
                       bool nullable, int32_t id, tm_error *err) {
   tm_type t;
-  if (!tm_iceberg_type_is_primitive(it) || it->id == TM_ICEBERG_UNKNOWN ||
-      it->id == TM_ICEBERG_VARIANT || it->id == TM_ICEBERG_GEOMETRY ||
-      it->id == TM_ICEBERG_GEOGRAPHY) {
-    return tm_error_set(err, TM_EUNSUPPORTED, "column %s: writing %s values is not supported",
-                        name, tm_iceberg_type_name(it->id));
+  TM_TRY(check_writable(name, it, 0, err));
+  size_t c = w->out.n_cols;
+  if (tm_iceberg_type_is_primitive(it)) {
+    TM_TRY(tm_iceberg_type_to_tm(it, &t, err));
+  } else {
+    /* Nested: the native type, and the table's id on every member. */
+    TM_TRY(tm_iceberg_type_to_tm_native(it, &t, err));
+    size_t n_slots = tm_type_id_slots(&t), n = 0;
+    w->nested_ids[c] = tm_calloc(n_slots ? n_slots : 1, sizeof *w->nested_ids[c]);
+    if (!w->nested_ids[c]) return tm_error_nomem(err);
+    fill_id_slots(it, w->nested_ids[c], &n);
+    if (n != n_slots)
+      return tm_error_set(err, TM_EINVALID, "column %s: %zu member ids for %zu members", name, n,
+                          n_slots);
   }
-  TM_TRY(tm_iceberg_type_to_tm(it, &t, err));
   TM_TRY(tm_schema_add(&w->out, name, t, nullable, id, err));
-  w->types[w->out.n_cols - 1] = *it;
+  w->types[c] = *it;
   return TM_OK;
+}
+
+/* The path from a top-level field down to the field with id `id` through
+ * structs only (Iceberg: a partition source is a primitive, not inside a
+ * list or map). *top: the top-level field's index; steps: struct member
+ * indices below it. TM_ENOTFOUND when no such path exists. */
+static int struct_path(const tm_iceberg_type *st, int32_t id, int *steps, size_t depth,
+                       size_t *n_steps) {
+  if (depth >= PATH_MAX_DEPTH) return TM_ENOTFOUND;
+  for (size_t i = 0; i < st->n_fields; i++) {
+    const tm_iceberg_field *f = &st->fields[i];
+    steps[depth] = (int)i;
+    if (f->id == id) {
+      *n_steps = depth + 1;
+      return TM_OK;
+    }
+    if (f->type->id == TM_ICEBERG_STRUCT && struct_path(f->type, id, steps, depth + 1, n_steps) == TM_OK)
+      return TM_OK;
+  }
+  return TM_ENOTFOUND;
 }
 
 int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_table *t,
@@ -118,7 +209,9 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
   }
   size_t max_cols = schema->root->n_fields + 2 + w->o.n_equality_ids;
   w->types = tm_calloc(max_cols, sizeof *w->types);
-  if (!w->types) {
+  w->nested_ids = tm_calloc(max_cols, sizeof *w->nested_ids);
+  w->max_cols = max_cols;
+  if (!w->types || !w->nested_ids) {
     rc = tm_error_nomem(err);
     goto done;
   }
@@ -147,6 +240,12 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
                           (int)w->o.equality_ids[i]);
         goto done;
       }
+      if (!tm_iceberg_type_is_primitive(f->type)) {
+        /* Iceberg: equality fields are primitive columns. */
+        rc = tm_error_set(err, TM_EINVALID, "equality column %s is a %s, not a primitive column",
+                          f->name, tm_iceberg_type_name(f->type->id));
+        goto done;
+      }
       TM_CHECK(add_column(w, f->name, f->type, !f->required, f->id, err));
     }
   } else {
@@ -157,7 +256,9 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
   w->ptypes = tm_calloc(np ? np : 1, sizeof *w->ptypes);
   w->pcol = tm_calloc(np ? np : 1, sizeof *w->pcol);
   w->psrc = tm_calloc(np ? np : 1, sizeof *w->psrc);
-  if (!w->ptypes || !w->pcol || !w->psrc) {
+  w->ppath = tm_calloc((np ? np : 1) * PATH_MAX_DEPTH, sizeof *w->ppath);
+  w->pdepth = tm_calloc(np ? np : 1, sizeof *w->pdepth);
+  if (!w->ptypes || !w->pcol || !w->psrc || !w->ppath || !w->pdepth) {
     rc = tm_error_nomem(err);
     goto done;
   }
@@ -174,6 +275,28 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
     w->pcol[i] = -1;
     for (size_t k = 0; k < w->out.n_cols; k++) {
       if (w->out.cols[k].field_id == pf->source_id) w->pcol[i] = (int)k;
+    }
+    /* A member of structs: the written column holding it and the way down. */
+    int *steps = &w->ppath[i * PATH_MAX_DEPTH];
+    size_t n_steps = 0;
+    if (is_data && w->pcol[i] < 0 &&
+        struct_path(schema->root, pf->source_id, steps, 0, &n_steps) == TM_OK) {
+      if (!tm_iceberg_type_is_primitive(src->type)) {
+        rc = tm_error_set(err, TM_EINVALID, "partition source %s is not a primitive", src->name);
+        goto done;
+      }
+      const char *top = schema->root->fields[steps[0]].name;
+      for (size_t k = 0; k < w->out.n_cols; k++) {
+        if (strcmp(w->out.cols[k].name, top) == 0) w->pcol[i] = (int)k;
+      }
+      memmove(steps, steps + 1, (n_steps - 1) * sizeof *steps);
+      w->pdepth[i] = n_steps - 1;
+    } else if (is_data && w->pcol[i] < 0) {
+      rc = tm_error_set(err, TM_EINVALID,
+                        "partition source %s is inside a list or map (a source must be a "
+                        "primitive column or a member of structs)",
+                        src->name);
+      goto done;
     }
     if (is_data && w->pcol[i] < 0) {
       rc = tm_error_set(err, TM_EINVALID, "partition source %s is not written", src->name);
@@ -210,6 +333,7 @@ static int accumulate(open_file *of, const tm_batch *b, tm_error *err) {
   for (size_t c = 0; c < b->schema.n_cols; c++) {
     col_acc *a = &of->acc[c];
     tm_colview cv = tm_batch_col(b, c);
+    if (tm_type_is_nested(&cv.type)) continue; /* no metrics (see the top of the file) */
     for (int64_t i = 0; i < b->n_rows; i++) {
       tm_value v;
       tm_colview_get(&cv, i, &v);
@@ -287,10 +411,14 @@ static int footer_metrics(tm_iceberg_data_writer *w, open_file *of, tm_iceberg_d
                           ? ci.dictionary_page_offset
                           : ci.data_page_offset;
       if (first < 0 || start < first) first = start;
-      if (ci.field < d->n_stats && d->stats[ci.field].column_size >= 0) {
-        d->stats[ci.field].column_size += ci.compressed_size;
-      } else if (ci.field < d->n_stats) {
-        d->stats[ci.field].column_size = ci.compressed_size;
+      tm_iceberg_col_stats *st = NULL;
+      for (size_t k = 0; ci.field < w->out.n_cols && k < d->n_stats; k++) {
+        if (d->stats[k].field_id == w->out.cols[ci.field].field_id) st = &d->stats[k];
+      }
+      if (st && st->column_size >= 0) {
+        st->column_size += ci.compressed_size;
+      } else if (st) {
+        st->column_size = ci.compressed_size;
       }
     }
     d->split_offsets[rg] = first;
@@ -364,8 +492,10 @@ static int close_file(tm_iceberg_data_writer *w, open_file *of, tm_error *err) {
   size_t nc = w->out.n_cols;
   d->stats = tm_arena_calloc(&w->arena, nc ? nc : 1, sizeof *d->stats, err);
   if (!d->stats) return err->code;
+  size_t ns = 0;
   for (size_t c = 0; c < nc; c++) {
-    tm_iceberg_col_stats *s = &d->stats[c];
+    if (w->nested_ids[c]) continue; /* nested: no metrics (see the top of the file) */
+    tm_iceberg_col_stats *s = &d->stats[ns++];
     col_acc *a = &of->acc[c];
     s->field_id = w->out.cols[c].field_id;
     s->value_count = of->rows;
@@ -378,7 +508,7 @@ static int close_file(tm_iceberg_data_writer *w, open_file *of, tm_error *err) {
       TM_TRY(bound_bytes(&w->arena, &w->types[c], &a->max, true, &s->upper, &s->has_upper, err));
     }
   }
-  d->n_stats = nc;
+  d->n_stats = ns;
   if (w->o.content == TM_ICEBERG_CONTENT_EQUALITY_DELETES) {
     d->equality_ids = tm_arena_calloc(&w->arena, w->o.n_equality_ids, sizeof *d->equality_ids, err);
     if (!d->equality_ids) return err->code;
@@ -425,6 +555,7 @@ static int open_new(tm_iceberg_data_writer *w, const char *key, size_t key_len,
   po.row_group_bytes = (size_t)(w->o.target_file_bytes < ((int64_t)16 << 20)
                                     ? w->o.target_file_bytes
                                     : ((int64_t)16 << 20));
+  po.nested_ids = (const int32_t *const *)w->nested_ids;
   rc = tm_parquet_writer_new(&of->pw, &w->out, &po, tm_parquet_sink_buf, &of->bytes, err);
   if (rc < 0) goto fail;
   rc = tm_map_put(&w->open, key, key_len, of, NULL, err);
@@ -452,6 +583,137 @@ static int append_rows(tm_iceberg_data_writer *w, open_file *of, const tm_batch 
   return TM_OK;
 }
 
+/*
+ * Checks that no member the table declares required (a struct field, a list
+ * element, a map value) holds a NULL where its parent is a value. cv has the
+ * table's type; live: one bit per row of cv, set where every enclosing value
+ * is present (NULL: every row). path: the member's dotted name, for errors.
+ */
+static int check_required(const tm_colview *cv, const uint8_t *live, const char *path,
+                          tm_error *err) {
+  if (!tm_type_is_nested(&cv->type)) return TM_OK;
+  const tm_ntype *nt = cv->type.nested;
+  bool is_struct = cv->type.id == TM_TYPE_STRUCT;
+  const int32_t *off = cv->values;
+  int rc = TM_OK;
+  for (size_t k = 0; k < nt->n && rc == TM_OK; k++) {
+    tm_colview ch = tm_colview_child(cv, k);
+    /* The rows of the child whose parents are all present. */
+    uint8_t *clive = tm_calloc((size_t)(ch.length + 7) / 8 + 1, 1);
+    if (!clive) return tm_error_nomem(err);
+    for (int64_t i = 0; i < cv->length; i++) {
+      if ((live && !tm_bit_get(live, i)) || tm_colview_is_null(cv, i)) continue;
+      if (is_struct) {
+        tm_bit_set(clive, i);
+      } else {
+        for (int64_t j = off[i]; j < off[i + 1] && j < ch.length; j++) tm_bit_set(clive, j);
+      }
+    }
+    char sub[512];
+    /* A map's entries struct is no member of its own: its key and value are. */
+    if (cv->type.id == TM_TYPE_MAP)
+      snprintf(sub, sizeof sub, "%s", path);
+    else
+      snprintf(sub, sizeof sub, "%s.%s", path, nt->name[k]);
+    if (!nt->nullable[k] && ch.validity) {
+      for (int64_t j = 0; j < ch.length; j++) {
+        if (tm_bit_get(clive, j) && tm_colview_is_null(&ch, j)) {
+          rc = tm_error_set(err, TM_EINVALID, "required member %s has NULL values", sub);
+          break;
+        }
+      }
+    }
+    if (rc == TM_OK) rc = check_required(&ch, clive, sub, err);
+    tm_free(clive);
+  }
+  return rc;
+}
+
+/* The same kinds of struct, list and map with the same number of members
+ * all the way down; leaves may differ. */
+static bool same_shape(const tm_type *a, const tm_type *b, int depth) {
+  if (tm_type_is_nested(a) != tm_type_is_nested(b)) return false;
+  if (!tm_type_is_nested(a)) return true;
+  if (a->id != b->id || a->nested->n != b->nested->n || depth > TM_NTYPE_MAX_DEPTH) return false;
+  for (size_t k = 0; k < a->nested->n; k++)
+    if (!same_shape(&a->nested->child[k], &b->nested->child[k], depth + 1)) return false;
+  return true;
+}
+
+/*
+ * Appends rows [from, from + n) of src to cb, whose type has src's shape,
+ * converting leaf values the way Iceberg promotes types (int16 -> int,
+ * uint32 -> long, ...; tm_iceberg__convert_value). For the rare input whose
+ * leaves are not the table's exact types (e.g. a file with SMALLINT members
+ * appended to the table created from it); the same layout is copied whole.
+ */
+static int append_converted(tm_colbuilder *cb, const tm_colview *src, int64_t from, int64_t n,
+                            const char *col, tm_error *err) {
+  if (!tm_type_is_nested(&cb->type)) {
+    for (int64_t i = from; i < from + n; i++) {
+      tm_value v, c;
+      tm_colview_get(src, i, &v);
+      if (!tm_iceberg__convert_value(&v, &src->type, &cb->type, &c)) {
+        char a[64], b[64];
+        tm_type_name(&src->type, a, sizeof a);
+        tm_type_name(&cb->type, b, sizeof b);
+        return tm_error_set(err, TM_EINVALID, "column %s: a %s member value does not convert to %s",
+                            col, a, b);
+      }
+      TM_TRY(tm_colbuilder_append_value(cb, &c, err));
+    }
+    return TM_OK;
+  }
+  const int32_t *off = src->values;
+  for (int64_t i = from; i < from + n; i++) {
+    if (tm_colview_is_null(src, i)) {
+      TM_TRY(tm_colbuilder_append_null(cb, err));
+      continue;
+    }
+    for (size_t k = 0; k < cb->n_children; k++) {
+      tm_colview ch = tm_colview_child(src, k);
+      if (cb->type.id == TM_TYPE_STRUCT) {
+        TM_TRY(append_converted(tm_colbuilder_child(cb, k), &ch, i, 1, col, err));
+      } else {
+        TM_TRY(append_converted(tm_colbuilder_child(cb, k), &ch, off[i], off[i + 1] - off[i], col,
+                                err));
+      }
+    }
+    TM_TRY(tm_colbuilder_append_nested(cb, err));
+  }
+  return TM_OK;
+}
+
+/* A nested input column as the table's column (names and requiredness are
+ * the table's), copied into *out: the same layout whole, the same shape
+ * with leaves converted. */
+static int conform_nested(const tm_column *col, const tm_colview *cv, int64_t n,
+                          struct ArrowArray *out, tm_error *err) {
+  bool same = tm_type_same_layout(&cv->type, &col->type);
+  if (!same && !same_shape(&cv->type, &col->type, 0)) {
+    char a[256], b[256];
+    tm_type_name(&cv->type, a, sizeof a);
+    tm_type_name(&col->type, b, sizeof b);
+    return tm_error_set(err, TM_EINVALID, "column %s: the input's type %s is not the table's %s",
+                        col->name, a, b);
+  }
+  TM_TRY(tm_colview_check(cv, err));
+  tm_colbuilder cb;
+  tm_colbuilder_init(&cb, col->type, 0);
+  int rc = same ? tm_colbuilder_append_range(&cb, cv, 0, n, err)
+                : append_converted(&cb, cv, 0, n, col->name, err);
+  if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, out, err);
+  tm_colbuilder_dispose(&cb);
+  if (rc < 0) return rc;
+  tm_colview mine = tm_colview_of(out, &col->type);
+  rc = check_required(&mine, NULL, col->name, err);
+  if (rc < 0) {
+    out->release(out);
+    memset(out, 0, sizeof *out);
+  }
+  return rc;
+}
+
 /* The input batch as the written columns: by name, converted. */
 static int conform(tm_iceberg_data_writer *w, const tm_batch *in, tm_batch *out, tm_error *err) {
   size_t n = w->out.n_cols;
@@ -476,7 +738,11 @@ static int conform(tm_iceberg_data_writer *w, const tm_batch *in, tm_batch *out,
         rc = tm_error_set(err, TM_EINVALID, "required column %s has NULL values", col->name);
         break;
       }
-      rc = tm_iceberg__convert_column(&cv, &col->type, in->n_rows, &cols[c], col->name, err);
+      if (tm_type_is_nested(&col->type)) {
+        rc = conform_nested(col, &cv, in->n_rows, &cols[c], err);
+      } else {
+        rc = tm_iceberg__convert_column(&cv, &col->type, in->n_rows, &cols[c], col->name, err);
+      }
     }
     if (rc == TM_OK) built = c + 1;
   }
@@ -542,7 +808,17 @@ int tm_iceberg_data_writer_write(tm_iceberg_data_writer *w, const tm_batch *b, t
       tm_colview cv = tm_batch_col(&conv, (size_t)w->pcol[k]);
       tm_value v;
       uint8_t scratch[16];
+      /* A struct member is NULL where an enclosing struct is. */
+      bool parent_null = false;
+      for (size_t d = 0; d < w->pdepth[k]; d++) {
+        parent_null = parent_null || tm_colview_is_null(&cv, i);
+        cv = tm_colview_child(&cv, (size_t)w->ppath[k * PATH_MAX_DEPTH + d]);
+      }
       tm_colview_get(&cv, i, &v);
+      if (parent_null) {
+        v.is_null = true;
+        v.v.u = 0;
+      }
       rc = tm_iceberg_transform_apply(&w->spec->fields[k].transform, w->psrc[k], &v, &part[k],
                                       scratch, err);
     }
@@ -622,8 +898,12 @@ void tm_iceberg_data_writer_free(tm_iceberg_data_writer *w) {
   while (tm_map_next(&w->open, &pos, &k, &v)) free_open_file_accs(v, w->out.n_cols);
   tm_map_dispose(&w->open, open_file_free);
   tm_schema_dispose(&w->out);
+  for (size_t i = 0; w->nested_ids && i < w->max_cols; i++) tm_free(w->nested_ids[i]);
+  tm_free(w->nested_ids);
   tm_free(w->types);
   tm_free(w->ptypes);
+  tm_free(w->ppath);
+  tm_free(w->pdepth);
   tm_free(w->pcol);
   tm_free(w->psrc);
   tm_arena_dispose(&w->arena);

@@ -90,8 +90,11 @@ static int input_open(tm_iceberg_table *t, const tm_schema *table_schema, const 
     tm_text_options_init(&to);
     rc = tm_csv_reader_open(&r->csv, in, table_schema, &to, err);
   } else {
+    /* Nested columns as native arrays, written under the table's type. */
+    tm_parquet_scan_options so = TM_PARQUET_SCAN_OPTIONS_INIT;
+    so.nested_native = true;
     rc = tm_parquet_open(&r->pf, in, NULL, err);
-    if (rc == TM_OK) rc = tm_parquet_scan_new(&r->scan, r->pf, NULL, err);
+    if (rc == TM_OK) rc = tm_parquet_scan_new(&r->scan, r->pf, &so, err);
   }
   if (rc < 0) {
     input_close(r);
@@ -586,7 +589,12 @@ static int eq_resolve(const tm_iceberg_schema *schema, const char *const *cols, 
   if (!*ids || !gs->eq_idx) return tm_error_nomem(err);
   for (size_t i = 0; i < n; i++) {
     const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, cols[i]);
-    if (!f || !tm_iceberg_type_is_primitive(f->type)) {
+    if (f && !tm_iceberg_type_is_primitive(f->type)) {
+      return tm_error_set(err, TM_EINVALID,
+                          "equality column %s is a %s (equality deletes are on primitive columns)",
+                          cols[i], tm_iceberg_type_name(f->type->id));
+    }
+    if (!f) {
       return tm_error_set(err, TM_EINVALID, "equality column %s is not a column of the table",
                           cols[i]);
     }

@@ -300,6 +300,51 @@ static const char *iceberg_type_of(const tm_type *t, char *buf, size_t cap) {
   }
 }
 
+/* The Iceberg type JSON of a columnar type (a string for primitives, an
+ * object for struct, list and map, without ids: assign_ids gives them),
+ * or NULL (*bad: the type without an Iceberg type, else out of memory). */
+static json_t *iceberg_type_json(const tm_type *t, int depth, const tm_type **bad) {
+  char buf[64];
+  if (depth > 32) {
+    *bad = t;
+    return NULL;
+  }
+  if (!tm_type_is_nested(t)) {
+    const char *ty = iceberg_type_of(t, buf, sizeof buf);
+    if (!ty) *bad = t;
+    return ty ? json_string(ty) : NULL;
+  }
+  const tm_ntype *nt = t->nested;
+  if (t->id == TM_TYPE_LIST) {
+    json_t *e = iceberg_type_json(&nt->child[0], depth + 1, bad);
+    return e ? json_pack("{s:s, s:o, s:b}", "type", "list", "element", e, "element-required",
+                         !nt->nullable[0])
+             : NULL;
+  }
+  if (t->id == TM_TYPE_MAP) {
+    const tm_ntype *entries = nt->child[0].nested;
+    json_t *k = iceberg_type_json(&entries->child[0], depth + 1, bad);
+    json_t *v = k ? iceberg_type_json(&entries->child[1], depth + 1, bad) : NULL;
+    if (!v) {
+      json_decref(k);
+      return NULL;
+    }
+    return json_pack("{s:s, s:o, s:o, s:b}", "type", "map", "key", k, "value", v,
+                     "value-required", !entries->nullable[1]);
+  }
+  json_t *fields = json_array();
+  for (size_t i = 0; fields && i < nt->n; i++) {
+    json_t *ft = iceberg_type_json(&nt->child[i], depth + 1, bad);
+    if (!ft) {
+      json_decref(fields);
+      return NULL;
+    }
+    json_array_append_new(fields, json_pack("{s:s, s:b, s:o}", "name", nt->name[i], "required",
+                                            !nt->nullable[i], "type", ft));
+  }
+  return fields ? json_pack("{s:s, s:o}", "type", "struct", "fields", fields) : NULL;
+}
+
 /* The schema JSON for a new table, ids assigned, in *out (new reference). */
 static int build_schema(const tm_iceberg_create_options *opts, int32_t schema_id,
                         int32_t first_id, json_t **out, int32_t *last_column_id, tm_error *err) {
@@ -323,16 +368,24 @@ static int build_schema(const tm_iceberg_create_options *opts, int32_t schema_id
     s = json_pack("{s:s, s:o}", "type", "struct", "fields", fields);
     for (size_t i = 0; s && i < opts->schema->n_cols; i++) {
       const tm_column *c = &opts->schema->cols[i];
-      char buf[64];
-      const char *ty = iceberg_type_of(&c->type, buf, sizeof buf);
+      /* Nested columns become Iceberg structs, lists and maps, with fresh
+       * ids at every level (assign_ids), requiredness kept. */
+      const tm_type *bad = NULL;
+      json_t *ty = iceberg_type_json(&c->type, 0, &bad);
       if (!ty) {
-        char tn[64];
-        tm_type_name(&c->type, tn, sizeof tn);
         json_decref(s);
-        return tm_error_set(err, TM_EUNSUPPORTED, "column %s: type %s has no Iceberg type",
-                            c->name, tn);
+        if (!bad) return tm_error_nomem(err);
+        char tn[256], whole[256];
+        tm_type_name(bad, tn, sizeof tn);
+        tm_type_name(&c->type, whole, sizeof whole);
+        if (bad == &c->type)
+          return tm_error_set(err, TM_EUNSUPPORTED, "column %s: type %s has no Iceberg type",
+                              c->name, tn);
+        return tm_error_set(err, TM_EUNSUPPORTED,
+                            "column %s (%s): member type %s has no Iceberg type", c->name, whole,
+                            tn);
       }
-      json_array_append_new(fields, json_pack("{s:s, s:b, s:s}", "name", c->name, "required",
+      json_array_append_new(fields, json_pack("{s:s, s:b, s:o}", "name", c->name, "required",
                                               !c->nullable, "type", ty));
     }
   } else {
@@ -370,6 +423,73 @@ static int build_schema(const tm_iceberg_create_options *opts, int32_t schema_id
 static char *trim_copy(const char *p, size_t len) {
   tm_strview v = tm_sv_trim(tm_sv(p, len));
   return tm_strndup(v.ptr, v.len);
+}
+
+/* The struct member named seg (exact, then ASCII case-insensitive), or NULL. */
+static const tm_iceberg_field *member_named(const tm_iceberg_type *st, const char *seg,
+                                            size_t len) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < st->n_fields; i++) {
+      const char *n = st->fields[i].name;
+      if (strlen(n) == len &&
+          (pass == 0 ? memcmp(n, seg, len) == 0 : strncasecmp(n, seg, len) == 0))
+        return &st->fields[i];
+    }
+  }
+  return NULL;
+}
+
+/*
+ * The partition source named by col: a top-level column, or a dotted path
+ * through structs to a member ("payload.user.id"). Iceberg wants a
+ * primitive source that is not inside a list or a map; anything else is
+ * TM_EINVALID naming the path. A top-level name holding a dot wins over a path.
+ */
+static int resolve_source(const tm_iceberg_schema *schema, const char *col,
+                          const tm_iceberg_field **out, char *name, size_t cap, tm_error *err) {
+  const tm_iceberg_field *f = tm_iceberg_schema_find_name(schema, col);
+  const char *p = col;
+  if (f) snprintf(name, cap, "%s", f->name);
+  if (!f) {
+    size_t used = 0;
+    const tm_iceberg_type *st = schema->root;
+    while (true) {
+      const char *dot = strchr(p, '.');
+      size_t len = dot ? (size_t)(dot - p) : strlen(p);
+      f = member_named(st, p, len);
+      if (!f) {
+        return tm_error_set(err, TM_EINVALID, "partition column \"%s\" is not in the schema",
+                            col);
+      }
+      /* The partition field's name: the members' names joined with '_'. */
+      int w = snprintf(name + used, used < cap ? cap - used : 0, "%s%s", used ? "_" : "",
+                       f->name);
+      used += w > 0 ? (size_t)w : 0;
+      if (used >= cap) return tm_error_set(err, TM_EINVALID, "partition column path too long");
+      if (!dot) break;
+      if (f->type->id == TM_ICEBERG_LIST || f->type->id == TM_ICEBERG_MAP) {
+        return tm_error_set(err, TM_EINVALID,
+                            "partition column \"%s\": %.*s is a %s (a partition source must "
+                            "not be inside a list or a map)",
+                            col, (int)(dot - col), col, tm_iceberg_type_name(f->type->id));
+      }
+      if (f->type->id != TM_ICEBERG_STRUCT) {
+        return tm_error_set(err, TM_EINVALID,
+                            "partition column \"%s\": %.*s is a %s, not a struct", col,
+                            (int)(dot - col), col, tm_iceberg_type_name(f->type->id));
+      }
+      st = f->type;
+      p = dot + 1;
+    }
+  }
+  if (!tm_iceberg_type_is_primitive(f->type)) {
+    return tm_error_set(err, TM_EINVALID,
+                        "partition column \"%s\" is a %s (a partition source must be a "
+                        "primitive)",
+                        col, tm_iceberg_type_name(f->type->id));
+  }
+  *out = f;
+  return TM_OK;
 }
 
 int tm_iceberg_partition_text_to_json(const char *text, const tm_iceberg_schema *schema,
@@ -425,22 +545,26 @@ int tm_iceberg_partition_text_to_json(const char *text, const tm_iceberg_schema 
                                           "bucket[N](col) or truncate[W](col))", item);
     }
     tm_iceberg_transform tr = tm_iceberg_transform_parse(tr_text);
-    const tm_iceberg_field *f = col ? tm_iceberg_schema_find_name(schema, col) : NULL;
+    const tm_iceberg_field *f = NULL;
+    char base[200];
     tm_type rt;
     if (rc == TM_OK && tr.kind == TM_ICEBERG_TR_UNKNOWN) {
       rc = tm_error_set(err, TM_EINVALID, "unknown partition transform \"%s\"", tr_text);
-    } else if (rc == TM_OK && !f) {
-      rc = tm_error_set(err, TM_EINVALID, "partition column \"%s\" is not in the schema", col);
+    } else if (rc == TM_OK && resolve_source(schema, col, &f, base, sizeof base, err) < 0) {
+      rc = err->code;
     } else if (rc == TM_OK && tm_iceberg_transform_result(&tr, f->type, &rt, err) < 0) {
       rc = tm_error_set(err, TM_EINVALID, "partition %s: %s", item, err->message);
     }
     if (rc == TM_OK) {
       static const char *suffix[] = {"", "bucket", "trunc", "year", "month", "day", "hour", "null"};
       char pname[256];
+      /* A struct member's partition field is named after its path with
+       * '_' for '.' (payload_region): partition names become Avro field
+       * names in manifests, where a dot is not allowed. */
       if (tr.kind == TM_ICEBERG_TR_IDENTITY) {
-        snprintf(pname, sizeof pname, "%s", f->name);
+        snprintf(pname, sizeof pname, "%s", base);
       } else {
-        snprintf(pname, sizeof pname, "%s_%s", f->name, suffix[tr.kind]);
+        snprintf(pname, sizeof pname, "%s_%s", base, suffix[tr.kind]);
       }
       json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:i}", "name", pname, "transform",
                                            tr_text, "source-id", (int)f->id, "field-id",

@@ -36,8 +36,12 @@
 typedef struct tm_iceberg_create_options {
   int version;                /* TM_ICEBERG_CREATE_OPTIONS_VERSION */
   const char *location;       /* written as "location"; default file://<table_root> */
-  const char *schema_json;    /* Iceberg schema JSON; field "id"s optional (assigned) */
-  const tm_schema *schema;    /* or columns (e.g. a Parquet file's), when no JSON */
+  const char *schema_json;    /* Iceberg schema JSON, nested types too; ids (field "id",
+                               * "element-id", "key-id", "value-id") optional: missing
+                               * ones are assigned above the highest given */
+  const tm_schema *schema;    /* or columns (e.g. a Parquet file's), when no JSON; nested
+                               * STRUCT/LIST/MAP become Iceberg struct/list/map, fresh ids
+                               * at every level, nullability kept */
   const char *partition;      /* "day(ts), bucket[16](id), region"; NULL: unpartitioned */
   const tm_kv *properties;    /* table properties; may be NULL */
   bool replace;               /* replace-table: a new uuid over an existing table */
@@ -64,7 +68,11 @@ int tm_iceberg_create_table(tm_iceberg_io *io, const char *table_root,
  * Parses the compact partition text: comma-separated items, each a column
  * name (identity) or transform(column) with transform one of identity,
  * year, month, day, hour, void, bucket[N], truncate[W] (also bucket(N, col)
- * and truncate(W, col)). Writes the spec "fields" JSON array into out.
+ * and truncate(W, col)). A column may be a struct member by its dotted path
+ * ("payload.region"); the source must be a primitive not inside a list or
+ * map (Iceberg spec), else TM_EINVALID naming the path. A member's
+ * partition field is named after its path with '_' for '.'
+ * ("payload_region"). Writes the spec "fields" JSON array into out.
  */
 int tm_iceberg_partition_text_to_json(const char *text, const tm_iceberg_schema *schema,
                                       int32_t first_field_id, tm_buf *out, tm_error *err)
@@ -157,9 +165,19 @@ typedef struct tm_iceberg_data_writer tm_iceberg_data_writer;
  * and upper bounds, split offsets) for tm_iceberg_commit_add_file. Batches
  * are matched to the columns by name (ASCII case-insensitive) and converted
  * to the table's types; missing nullable columns are NULL. Data files hold
- * the table's columns (nested columns cannot be written: TM_EUNSUPPORTED);
- * position delete files file_path and pos; equality delete files the
- * equality columns. Caller owns *out (tm_iceberg_data_writer_free).
+ * the table's columns; position delete files file_path and pos; equality
+ * delete files the equality columns. Caller owns *out
+ * (tm_iceberg_data_writer_free).
+ *
+ * Nested columns (STRUCT, LIST, MAP at any depth; issue 16): an input
+ * column whose layout equals the table's (tm_type_same_layout) is written
+ * under the table's type (member names, requiredness), with the table's
+ * field id on every member's Parquet element; another layout is TM_EINVALID
+ * naming the column and both types, a NULL in a required member under a
+ * present parent TM_EINVALID naming the member. Nested columns get no
+ * metrics (Iceberg keys them by leaf ids; left out rather than
+ * approximated). A partition source inside structs takes the member's
+ * value, NULL when an enclosing struct is NULL.
  */
 int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_table *t,
                                const tm_iceberg_data_writer_options *opts, tm_error *err)

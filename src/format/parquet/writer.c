@@ -705,7 +705,9 @@ static int plain_values(tm_parquet_writer *w, const tm_colview *v, const col_lay
   bool same = tm_type_byte_width(&v->type) == pw && v->type.id != TM_TYPE_DECIMAL128 &&
               !(v->type.id == TM_TYPE_TIMESTAMP && v->type.unit == TM_UNIT_SECOND);
   if (same && !v->validity) {
-    memcpy(dst, (const uint8_t *)v->values + pw * (size_t)from, pw * (size_t)(to - from));
+    /* An empty child of a nested column may have no values buffer at all. */
+    if (to > from)
+      memcpy(dst, (const uint8_t *)v->values + pw * (size_t)from, pw * (size_t)(to - from));
     dst += pw * (size_t)(to - from);
   } else {
     for (int64_t i = from; i < to; i++) {

@@ -3,7 +3,8 @@
  * file metrics (bounds, null counts) that pruning then uses, partitioned
  * writes, deletes by position and equality read back with deletes applied,
  * compaction keeping the rows, renamed columns read by field id, and the
- * --where filter syntax. SPEC B4, B12, B13, B14.
+ * --where filter syntax, nested columns written with their field ids and
+ * partitioned by struct members (issue 16). SPEC B4, B12, B13, B14.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "format/iceberg/iceberg.h"
 #include "format/iceberg/read.h"
 #include "format/iceberg/writer.h"
+#include "format/parquet/parquet.h"
 #include "source/iceberg_local.h"
 #include "tm_test.h"
 #include "util/alloc.h"
@@ -776,4 +778,324 @@ TM_TEST(iceberg_ops_upsert_refusals) {
   id_stats(root, &n, &sum);
   TM_ASSERT_INT_EQ(n, 10);
   TM_ASSERT_INT_EQ(sum, 45);
+}
+
+/* ---- nested columns (issue 16) ------------------------------------------------ */
+
+/* A table id long, payload struct<region string (required when
+ * region_required), id long, tags list<string>>, partitioned by struct
+ * members. payload.region has the explicit id 50; the others are assigned. */
+static const char *make_nested(const char *name, const char *partition, bool region_required) {
+  const char *root = tm_test_path(name);
+  tm_iceberg_io_local(&g_io);
+  tm_iceberg_create_options co = TM_ICEBERG_CREATE_OPTIONS_INIT;
+  char schema[1024];
+  snprintf(schema, sizeof schema,
+           "[{\"name\": \"id\", \"type\": \"long\", \"required\": true}, {\"name\": \"payload\", "
+           "\"type\": {\"type\": \"struct\", \"fields\": [{\"id\": 50, \"name\": \"region\", "
+           "\"type\": \"string\", \"required\": %s}, {\"name\": \"id\", \"type\": \"long\"}, "
+           "{\"name\": \"tags\", \"type\": {\"type\": \"list\", \"element\": \"string\"}}]}}]",
+           region_required ? "true" : "false");
+  co.schema_json = schema;
+  co.partition = partition;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_create_table(&g_io, root, &co, &err), &err);
+  return root;
+}
+
+/* The generated row i: payload NULL (i % 5 == 0), region NULL (i % 7 == 0)
+ * or r<i%3>, payload.id 34 for i == 1 (the Iceberg spec's bucket example),
+ * NULL for i % 11 == 0, else i * 1000 - 7; tags [] (i % 3 == 0), NULL
+ * (i % 4 == 0) or ["a", NULL, "b"]. */
+static bool row_payload(int64_t i) { return i % 5 != 0; }
+static bool row_region(int64_t i, bool all) { return all || i % 7 != 0; }
+static int64_t row_pid(int64_t i) { return i == 1 ? 34 : i * 1000 - 7; }
+
+typedef struct nested_gen {
+  int64_t next, to;
+  bool int_tags;    /* tags as list<int64>: values that do not convert to string */
+  bool all_regions; /* no NULL region inside a present payload */
+  bool i32_pid;     /* payload.id as int32: converted to the table's long */
+} nested_gen;
+
+static int nested_next(void *payload, tm_batch *out, tm_error *err) {
+  nested_gen *g = payload;
+  if (g->next >= g->to) return TM_ITEROVER;
+  /* The input's own member names (case differs): the table's are written. */
+  tm_type utf8 = tm_type_of(TM_TYPE_UTF8), i64 = tm_type_of(TM_TYPE_INT64), tags, st;
+  TM_TRY(tm_type_list(g->int_tags ? &i64 : &utf8, true, &tags, err));
+  const char *names[3] = {"REGION", "Id", "Tags"};
+  tm_type types[3] = {utf8, g->i32_pid ? tm_type_of(TM_TYPE_INT32) : i64, tags};
+  bool nl[3] = {true, true, true};
+  TM_TRY(tm_type_struct(3, names, types, nl, &st, err));
+  tm_schema s;
+  tm_schema_init(&s);
+  TM_TRY(tm_schema_add(&s, "id", i64, false, -1, err));
+  TM_TRY(tm_schema_add(&s, "payload", st, true, -1, err));
+  tm_batch_builder bb;
+  TM_TRY(tm_batch_builder_init(&bb, &s, err));
+  tm_schema_dispose(&s);
+  int64_t end = g->next + 23 < g->to ? g->next + 23 : g->to;
+  int rc = TM_OK;
+  for (int64_t i = g->next; rc == TM_OK && i < end; i++) {
+    tm_colbuilder *p = tm_batch_builder_col(&bb, 1);
+    rc = tm_colbuilder_append_int(tm_batch_builder_col(&bb, 0), i, err);
+    if (rc == TM_OK && !row_payload(i)) {
+      rc = tm_colbuilder_append_null(p, err);
+      continue;
+    }
+    char r[8];
+    snprintf(r, sizeof r, "r%d", (int)(i % 3));
+    tm_colbuilder *region = tm_colbuilder_child(p, 0), *pid = tm_colbuilder_child(p, 1),
+                  *tl = tm_colbuilder_child(p, 2);
+    if (rc == TM_OK)
+      rc = row_region(i, g->all_regions) ? tm_colbuilder_append_bytes(region, r, 2, err)
+                                         : tm_colbuilder_append_null(region, err);
+    if (rc == TM_OK)
+      rc = i % 11 == 0 ? tm_colbuilder_append_null(pid, err)
+                       : tm_colbuilder_append_int(pid, row_pid(i), err);
+    if (rc == TM_OK && i % 3 != 0 && i % 4 == 0) {
+      rc = tm_colbuilder_append_null(tl, err);
+    } else if (rc == TM_OK) {
+      tm_colbuilder *e = tm_colbuilder_child(tl, 0);
+      for (int k = 0; i % 3 != 0 && k < 3 && rc == TM_OK; k++) {
+        if (k == 1) rc = tm_colbuilder_append_null(e, err);
+        else if (g->int_tags) rc = tm_colbuilder_append_int(e, k, err);
+        else rc = tm_colbuilder_append_bytes(e, k ? "b" : "a", 1, err);
+      }
+      if (rc == TM_OK) rc = tm_colbuilder_append_nested(tl, err);
+    }
+    if (rc == TM_OK) rc = tm_colbuilder_append_nested(p, err);
+  }
+  if (rc == TM_OK) rc = tm_batch_builder_finish(&bb, out, err);
+  tm_batch_builder_dispose(&bb);
+  g->next = end;
+  return rc;
+}
+
+/* Checks every row of b against the generator; counts rows. */
+static void check_nested_rows(const tm_batch *b, const tm_value *part, int64_t *n) {
+  tm_colview id = tm_batch_col(b, 0), p = tm_batch_col(b, 1);
+  TM_ASSERT_INT_EQ(p.type.id, TM_TYPE_STRUCT);
+  /* The table's member names, not the input's. */
+  TM_ASSERT_STR_EQ(p.type.nested->name[0], "region");
+  TM_ASSERT_STR_EQ(p.type.nested->name[2], "tags");
+  tm_colview region = tm_colview_child(&p, 0), pid = tm_colview_child(&p, 1),
+             tags = tm_colview_child(&p, 2), elem = tm_colview_child(&tags, 0);
+  const int32_t *off = tags.values;
+  for (int64_t r = 0; r < b->n_rows; r++) {
+    int64_t i = tm_colview_int(&id, r);
+    (*n)++;
+    TM_ASSERT_INT_EQ(!tm_colview_is_null(&p, r), row_payload(i));
+    bool has_region = row_payload(i) && row_region(i, false);
+    if (part) {
+      /* The file's partition: the member's value, NULL under a NULL payload. */
+      TM_ASSERT_INT_EQ(!part[0].is_null, has_region);
+      if (has_region) TM_ASSERT_INT_EQ(part[0].v.s.ptr[1], '0' + i % 3);
+      TM_ASSERT_INT_EQ(!part[1].is_null, row_payload(i) && i % 11 != 0);
+      /* Spec, "Appendix B": long 34 hashes to 2017239379, bucket 3 of 4. */
+      if (i == 1) TM_ASSERT_INT_EQ(part[1].v.i, 3);
+    }
+    if (!row_payload(i)) continue;
+    TM_ASSERT_INT_EQ(!tm_colview_is_null(&region, r), has_region);
+    if (has_region) {
+      tm_strview v = tm_colview_bytes(&region, r);
+      TM_ASSERT_INT_EQ(v.len, 2);
+      TM_ASSERT_INT_EQ(v.ptr[1], '0' + i % 3);
+    }
+    TM_ASSERT_INT_EQ(tm_colview_is_null(&pid, r), i % 11 == 0);
+    if (i % 11 != 0) TM_ASSERT_INT_EQ(tm_colview_int(&pid, r), row_pid(i));
+    bool null_tags = i % 3 != 0 && i % 4 == 0;
+    TM_ASSERT_INT_EQ(tm_colview_is_null(&tags, r), null_tags);
+    if (null_tags) continue;
+    TM_ASSERT_INT_EQ(off[r + 1] - off[r], i % 3 == 0 ? 0 : 3);
+    if (i % 3 != 0) {
+      TM_ASSERT(tm_colview_is_null(&elem, off[r] + 1));
+      TM_ASSERT_INT_EQ(tm_colview_bytes(&elem, off[r] + 2).ptr[0], 'b');
+    }
+  }
+}
+
+TM_TEST(iceberg_ops_nested_columns_round_trip) {
+  const char *root = make_nested("nested", "payload.region, bucket[4](payload.id)", false);
+  tm_iceberg_table *t = open_at(root);
+  const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
+  /* Ids: payload.region keeps 50; the rest are fresh and unique above it. */
+  const tm_iceberg_type *pt = tm_iceberg_metadata_current_schema(m)->root->fields[1].type;
+  TM_ASSERT_INT_EQ(m->last_column_id, 55);
+  TM_ASSERT_INT_EQ(tm_iceberg_metadata_current_schema(m)->root->fields[0].id, 51);
+  TM_ASSERT_INT_EQ(pt->fields[0].id, 50);
+  TM_ASSERT_INT_EQ(pt->fields[2].type->element->id, 55);
+  const tm_iceberg_spec *spec = tm_iceberg_metadata_spec(m, 0);
+  TM_ASSERT_STR_EQ(spec->fields[0].name, "payload_region");
+  TM_ASSERT_INT_EQ(spec->fields[0].source_id, 50);
+  TM_ASSERT_STR_EQ(spec->fields[1].name, "payload_id_bucket");
+  TM_ASSERT_INT_EQ(spec->fields[1].source_id, pt->fields[1].id);
+  /* Half the rows with payload.id as int32: the same shape, converted. */
+  nested_gen g = {0, 100, false, false, false};
+  tm_iceberg_op_result res;
+  tm_error err;
+  TM_ASSERT_OK(tm_iceberg_append(t, nested_next, &g, NULL, &res, &err), &err);
+  TM_ASSERT_INT_EQ(res.rows_added, 100);
+  tm_iceberg_table_free(t);
+  t = open_at(root);
+  nested_gen g32 = {100, 200, false, false, true};
+  TM_ASSERT_OK(tm_iceberg_append(t, nested_next, &g32, NULL, &res, &err), &err);
+  TM_ASSERT_INT_EQ(res.rows_added, 100);
+  tm_iceberg_table_free(t);
+
+  t = open_at(root);
+  m = tm_iceberg_table_metadata(t);
+  tm_iceberg_scan *sc = NULL;
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  TM_ASSERT(sc->n_tasks > 4);
+  int64_t n = 0;
+  for (size_t k = 0; k < sc->n_tasks; k++) {
+    const tm_iceberg_data_file *f = sc->tasks[k].file;
+    /* Metrics: the flat id (51) only; none for the nested column or its members. */
+    for (size_t s = 0; s < f->n_stats; s++) TM_ASSERT_INT_EQ(f->stats[s].field_id, 51);
+    TM_ASSERT_INT_EQ(f->n_stats, 1);
+    /* The Parquet file carries the table's id on every member. */
+    char *real = NULL;
+    TM_ASSERT_OK(tm_iceberg_table_resolve(t, f->path, &real, &err), &err);
+    tm_parquet_file *pf = NULL;
+    TM_ASSERT_OK(tm_parquet_open_path(&pf, real, NULL, &err), &err);
+    tm_free(real);
+    int fi = tm_parquet_find_field(pf, "payload");
+    TM_ASSERT(fi >= 0);
+    TM_ASSERT_INT_EQ(tm_parquet_field_at(pf, (size_t)fi)->field_id, 52);
+    tm_type ty;
+    bool nullable;
+    TM_ASSERT_OK(tm_parquet_nested_type(pf, (size_t)fi, &ty, &nullable, &err), &err);
+    int32_t ids[4];
+    TM_ASSERT_INT_EQ(tm_type_id_slots(&ty), 4);
+    TM_ASSERT_OK(tm_parquet_nested_ids(pf, (size_t)fi, &ty, ids, &err), &err);
+    TM_ASSERT_INT_EQ(ids[0], 50);
+    TM_ASSERT_INT_EQ(ids[1], 53);
+    TM_ASSERT_INT_EQ(ids[2], 54);
+    TM_ASSERT_INT_EQ(ids[3], 55);
+    tm_parquet_close(pf);
+    /* Every row of the file belongs to its partition. */
+    tm_iceberg_scan one = *sc;
+    one.tasks = &sc->tasks[k];
+    one.n_tasks = 1;
+    tm_iceberg_rows *r = NULL;
+    TM_ASSERT_OK(tm_iceberg_rows_open(&r, t, &one, NULL, &err), &err);
+    tm_batch b;
+    tm_batch_init(&b);
+    int rc;
+    while ((rc = tm_iceberg_rows_next(r, &b, &err)) == TM_OK) {
+      check_nested_rows(&b, f->partition, &n);
+      tm_batch_release(&b);
+    }
+    TM_ASSERT_RC(rc, TM_ITEROVER);
+    tm_iceberg_rows_free(r);
+  }
+  TM_ASSERT_INT_EQ(n, 200);
+  tm_iceberg_scan_free(sc);
+  /* Rewrites (copy-on-write delete, compaction) carry the columns through. */
+  tm_predicate p;
+  tm_predicate_init(&p);
+  TM_ASSERT_OK(tm_iceberg_parse_where("id >= 150", tm_iceberg_metadata_current_schema(m), &p, &err),
+               &err);
+  TM_ASSERT_OK(tm_iceberg_delete_where(t, &p, TM_ICEBERG_DELETE_COPY_ON_WRITE, NULL, 0, NULL, &res,
+                                       &err), &err);
+  tm_predicate_dispose(&p);
+  tm_iceberg_table_free(t);
+  t = open_at(root);
+  TM_ASSERT_OK(tm_iceberg_compact(t, NULL, &res, &err), &err);
+  tm_iceberg_table_free(t);
+  t = open_at(root);
+  TM_ASSERT_OK(tm_iceberg_plan_scan(t, NULL, &sc, &err), &err);
+  tm_iceberg_rows *r = NULL;
+  TM_ASSERT_OK(tm_iceberg_rows_open(&r, t, sc, NULL, &err), &err);
+  tm_batch b;
+  tm_batch_init(&b);
+  int rc;
+  n = 0;
+  while ((rc = tm_iceberg_rows_next(r, &b, &err)) == TM_OK) {
+    check_nested_rows(&b, NULL, &n);
+    tm_colview id = tm_batch_col(&b, 0);
+    for (int64_t i = 0; i < b.n_rows; i++) TM_ASSERT(tm_colview_int(&id, i) < 150);
+    tm_batch_release(&b);
+  }
+  TM_ASSERT_RC(rc, TM_ITEROVER);
+  TM_ASSERT_INT_EQ(n, 150);
+  tm_iceberg_rows_free(r);
+  tm_iceberg_scan_free(sc);
+  tm_iceberg_table_free(t);
+}
+
+TM_TEST(iceberg_ops_nested_columns_refusals) {
+  tm_iceberg_op_result res;
+  tm_error err;
+  /* Member values that do not convert (int64 tags for list<string>). */
+  const char *root = make_nested("nested_bad", NULL, false);
+  tm_iceberg_table *t = open_at(root);
+  nested_gen g = {0, 10, true, false, false};
+  TM_ASSERT_RC(tm_iceberg_append(t, nested_next, &g, NULL, &res, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "column payload");
+  TM_ASSERT_CONTAINS(err.message, "int64");
+  TM_ASSERT_CONTAINS(err.message, "utf8");
+  /* Another shape (a list for the struct): named, with both types. */
+  tm_schema s;
+  tm_schema_init(&s);
+  tm_type utf8 = tm_type_of(TM_TYPE_UTF8), lst;
+  TM_ASSERT_OK(tm_type_list(&utf8, true, &lst, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&s, "id", tm_type_of(TM_TYPE_INT64), false, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&s, "payload", lst, true, -1, &err), &err);
+  tm_batch_builder bb;
+  TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+  tm_schema_dispose(&s);
+  TM_ASSERT_OK(tm_colbuilder_append_int(tm_batch_builder_col(&bb, 0), 1, &err), &err);
+  TM_ASSERT_OK(tm_colbuilder_append_null(tm_batch_builder_col(&bb, 1), &err), &err);
+  tm_batch b;
+  tm_batch_init(&b);
+  TM_ASSERT_OK(tm_batch_builder_finish(&bb, &b, &err), &err);
+  tm_batch_builder_dispose(&bb);
+  tm_iceberg_data_writer *w = NULL;
+  TM_ASSERT_OK(tm_iceberg_data_writer_new(&w, t, NULL, &err), &err);
+  TM_ASSERT_RC(tm_iceberg_data_writer_write(w, &b, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "column payload");
+  TM_ASSERT_CONTAINS(err.message, "list<utf8>");
+  TM_ASSERT_CONTAINS(err.message, "struct<");
+  tm_iceberg_data_writer_free(w);
+  tm_batch_release(&b);
+  tm_iceberg_table_free(t);
+  /* A required member: NULL only under a NULL payload is fine ... */
+  root = make_nested("nested_req", NULL, true);
+  t = open_at(root);
+  nested_gen ok = {0, 30, false, true, false};
+  TM_ASSERT_OK(tm_iceberg_append(t, nested_next, &ok, NULL, &res, &err), &err);
+  TM_ASSERT_INT_EQ(res.rows_added, 30);
+  tm_iceberg_table_free(t);
+  /* Equality deletes are on primitive columns (Iceberg spec). */
+  t = open_at(root);
+  tm_predicate p;
+  tm_predicate_init(&p);
+  TM_ASSERT_OK(tm_iceberg_parse_where("id < 5",
+                                      tm_iceberg_metadata_current_schema(tm_iceberg_table_metadata(t)),
+                                      &p, &err), &err);
+  const char *eq[1] = {"payload"};
+  TM_ASSERT_RC(tm_iceberg_delete_where(t, &p, TM_ICEBERG_DELETE_EQUALITY, eq, 1, NULL, &res, &err),
+               TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "equality column payload is a struct");
+  tm_predicate_dispose(&p);
+  tm_iceberg_table_free(t);
+  /* ... a NULL inside a present payload is an error naming the member. */
+  t = open_at(root);
+  nested_gen bad = {0, 30, false, false, false};
+  TM_ASSERT_RC(tm_iceberg_append(t, nested_next, &bad, NULL, &res, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "payload.region");
+  tm_iceberg_table_free(t);
+  /* A partition on a struct member when the table is partitioned by it
+   * through a list: refused at create (partition text). */
+  tm_iceberg_io_local(&g_io);
+  tm_iceberg_create_options co = TM_ICEBERG_CREATE_OPTIONS_INIT;
+  co.schema_json =
+      "[{\"name\": \"l\", \"type\": {\"type\": \"list\", \"element\": {\"type\": \"struct\", "
+      "\"fields\": [{\"name\": \"x\", \"type\": \"int\"}]}}}]";
+  co.partition = "l.x";
+  TM_ASSERT_RC(tm_iceberg_create_table(&g_io, tm_test_path("nested_lp"), &co, &err), TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "l is a list");
 }
