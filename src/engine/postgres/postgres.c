@@ -975,6 +975,21 @@ static int pg_write(tm_engine_txn *tb, const tm_batch *b, tm_error *err) {
  * would in DuckDB). The extended protocol runs one statement only: the
  * condition cannot end the DELETE and start another.
  */
+/* Runs a retention DELETE (sql; one binary parameter pv of type pty, or
+ * none) on the writer connection and counts the rows it removed. */
+static int run_delete(pg_engine *e, pg_txn *t, const tm_buf *sql, const tm_type *pty,
+                      const tm_pgval *pv, const char *what, int64_t *n_out, tm_error *err) {
+  Oid oid = pty ? tm_pg_type_oid(pty) : 0;
+  int fmt = 1;
+  PGresult *r = PQexecParams(e->wconn, tm_buf_cstr(sql), pv ? 1 : 0, pv ? &oid : NULL,
+                             pv ? &pv->p : NULL, pv ? &pv->len : NULL, pv ? &fmt : NULL, 0);
+  if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) return pg_fail(err, e, e->wconn, r, what);
+  *n_out = num(PQcmdTuples(r));
+  PQclear(r);
+  t->deleted += *n_out;
+  return TM_OK;
+}
+
 static int pg_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n_out,
                            tm_error *err) {
   pg_txn *t = (pg_txn *)tb;
@@ -985,16 +1000,10 @@ static int pg_delete_where(tm_engine_txn *tb, const char *where_sql, int64_t *n_
   int rc = tm_buf_printf(&sql, err, "DELETE FROM %s AS ", t->target_q);
   if (rc == TM_OK) rc = quote(&sql, e->base.cfg.dataset, err);
   if (rc == TM_OK) rc = tm_buf_printf(&sql, err, " WHERE (%s\n)", where_sql);
-  PGresult *r = rc == TM_OK ? PQexecParams(e->wconn, tm_buf_cstr(&sql), 0, NULL, NULL, NULL, NULL, 0)
-                            : NULL;
+  if (rc == TM_OK)
+    rc = run_delete(e, t, &sql, NULL, NULL, "retention_sql (run by PostgreSQL) failed", n_out, err);
   tm_buf_dispose(&sql);
-  TM_TRY(rc);
-  if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-    return pg_fail(err, e, e->wconn, r, "retention_sql (run by PostgreSQL) failed");
-  *n_out = num(PQcmdTuples(r));
-  PQclear(r);
-  t->deleted += *n_out;
-  return TM_OK;
+  return rc;
 }
 
 /*
@@ -1104,19 +1113,10 @@ static int pg_delete_before(tm_engine_txn *tb, int64_t sec, int32_t nsec, int64_
   int rc = tm_buf_printf(&sql, err, "DELETE FROM %s WHERE ", t->target_q);
   if (rc == TM_OK) rc = quote(&sql, col->name, err);
   if (rc == TM_OK) rc = tm_buf_puts(&sql, " < $1", err);
-  Oid oid = tm_pg_type_oid(&pty);
-  int fmt = 1;
-  PGresult *r = rc == TM_OK ? PQexecParams(e->wconn, tm_buf_cstr(&sql), 1, &oid, &pv.p, &pv.len,
-                                           &fmt, 0)
-                            : NULL;
+  if (rc == TM_OK)
+    rc = run_delete(e, t, &sql, &pty, &pv, "retention delete failed", n_out, err);
   tm_buf_dispose(&sql);
-  TM_TRY(rc);
-  if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-    return pg_fail(err, e, e->wconn, r, "retention delete failed");
-  *n_out = num(PQcmdTuples(r));
-  PQclear(r);
-  t->deleted += *n_out;
-  return TM_OK;
+  return rc;
 }
 
 static int write_state(pg_engine *e, const tm_kv *state, tm_error *err) {
