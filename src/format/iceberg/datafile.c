@@ -438,12 +438,14 @@ static int accumulate(const tm_iceberg_data_writer *w, open_file *of, const tm_b
       if (l->repeated) continue;
       tm_colview chain[TM_NTYPE_MAX_DEPTH + 1];
       chain[0] = cv;
-      for (size_t d = 0; d < l->depth; d++) chain[d + 1] = tm_colview_child(&chain[d], (size_t)l->path[d]);
+      for (size_t d = 0; d < l->depth; d++)
+        chain[d + 1] = tm_colview_child(&chain[d], (size_t)l->path[d]);
       col_acc *a = &of->acc[w->out.n_cols + k];
       for (int64_t i = 0; i < b->n_rows; i++) {
         tm_value v;
         tm_colview_get(&chain[l->depth], i, &v);
-        for (size_t d = 0; d < l->depth && !v.is_null; d++) v.is_null = tm_colview_is_null(&chain[d], i);
+        for (size_t d = 0; d < l->depth && !v.is_null; d++)
+          v.is_null = tm_colview_is_null(&chain[d], i);
         TM_TRY(acc_value(a, &v, err));
       }
     }
