@@ -25,7 +25,8 @@
 #include "util/time.h"
 
 static const tm_cli_opt k_opts[] = {
-    {"schema", 0, "JSON", "create, replace-table: Iceberg schema JSON (field ids optional)"},
+    {"schema", 0, "JSON",
+     "create, replace-table, update-schema: Iceberg schema JSON (field ids optional)"},
     {"schema-from", 0, "FILE", "create, replace-table: take the schema of a Parquet file"},
     {"partition", 0, "SPEC", "create, replace-table: e.g. \"day(ts), bucket[16](id), region\""},
     {"location", 0, "URI", "create: the table location to record (default file://TABLE)"},
@@ -282,6 +283,20 @@ static int cmd_write(const tm_cli_args *a, const char *sub, const char *table) {
 }
 
 /* ---- metadata-only commits --------------------------------------------------------- */
+
+static int cmd_update_schema(const tm_cli_args *a, const char *table) {
+  const char *schema = opt(a, "schema");
+  if (!schema) return tm_cli_usage_error(g_cmd, "update-schema needs --schema JSON");
+  tm_error err;
+  tm_iceberg_io io;
+  tm_iceberg_table *t = NULL;
+  if (open_table(a, table, &io, &t, &err) < 0) return fail(&err);
+  int rc = tm_iceberg_update_schema(t, schema, &err);
+  tm_iceberg_table_free(t);
+  if (rc < 0) return fail(&err);
+  printf("update-schema: a new current schema for %s\n", table);
+  return TM_EXIT_OK;
+}
 
 static int cmd_rollback(const tm_cli_args *a, const char *table) {
   const char *to = opt(a, "to");
@@ -584,6 +599,7 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
   if (strcmp(sub, "append") == 0 || strcmp(sub, "overwrite") == 0 ||
       strcmp(sub, "upsert") == 0 || strcmp(sub, "delete") == 0 || strcmp(sub, "compact") == 0)
     return cmd_write(args, sub, table);
+  if (strcmp(sub, "update-schema") == 0) return cmd_update_schema(args, table);
   if (strcmp(sub, "rollback") == 0) return cmd_rollback(args, table);
   if (strcmp(sub, "expire") == 0) return cmd_expire(args, table);
   if (strcmp(sub, "history") == 0) return cmd_history(args, table);
@@ -595,8 +611,8 @@ static int run(const tm_cli_cmd *cmd, const tm_cli_args *args) {
 const tm_cli_cmd tm_cli_cmd_iceberg = {
     "iceberg",
     "author and inspect Iceberg tables in a file-system warehouse",
-    "tidemark iceberg <create|append|overwrite|upsert|delete|compact|replace-table|rollback|expire|"
-    "history|files|cat> TABLE [FILE...] [options]",
+    "tidemark iceberg <create|append|overwrite|upsert|delete|compact|replace-table|update-schema|"
+    "rollback|expire|history|files|cat> TABLE [FILE...] [options]",
     "Authors and inspects Apache Iceberg (format v2 and v3) tables in a file-system warehouse.\n"
     "TABLE is the table's folder (it holds metadata/ and data/). history, files and cat also\n"
     "accept a REST catalog URL http[s]://HOST/v1/[PREFIX/]namespaces/NS/tables/T.\n"
@@ -611,6 +627,8 @@ const tm_cli_cmd tm_cli_cmd_iceberg = {
     "                                           (v3: --position writes deletion vectors)\n"
     "  compact TABLE                            rewrite into fewer files (replace snapshot)\n"
     "  replace-table TABLE [--schema JSON] [--partition SPEC]   new uuid, same location\n"
+    "  update-schema TABLE --schema JSON        evolve the schema: members keep their ids\n"
+    "                                           (rename, move, promote), new ones have none\n"
     "  rollback TABLE --to SNAPSHOT             an ancestor becomes current\n"
     "  expire TABLE --older-than 7d             drop old snapshots and their files\n"
     "  history TABLE                            snapshots, oldest first\n"

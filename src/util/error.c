@@ -19,7 +19,10 @@ int tm_error_setv(tm_error *err, int code, const char *fmt, va_list ap) {
   err->code = code;
   err->src_file = NULL;
   err->src_line = 0;
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  /* Formatted aside first: an argument may be err->message itself (re-coding an error). */
+  char text[sizeof err->message];
+  vsnprintf(text, sizeof text, fmt, ap);
+  memcpy(err->message, text, sizeof text);
   return code;
 }
 

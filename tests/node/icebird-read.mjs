@@ -41,11 +41,15 @@ if (!dir) {
 const tableUrl = pathToFileURL(fs.realpathSync(dir)).href;
 try {
   const rows = await icebergRead({ tableUrl, metadataFileName });
+  // Values as JSON can hold them, nested ones too (lists, structs, maps).
   const text = (v) => {
     if (v === null || v === undefined) return null;
     if (typeof v === 'bigint') return v.toString();
     if (v instanceof Date) return v.toISOString();
     if (v instanceof Uint8Array) return Buffer.from(v).toString('hex');
+    if (Array.isArray(v)) return v.map(text);
+    if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(k), text(x)]));
+    if (typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, text(x)]));
     return v;
   };
   const lines = rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, text(v)]))));

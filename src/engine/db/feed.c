@@ -27,7 +27,8 @@
  * Arrow scan would narrow: a zoned nanosecond timestamp travels unzoned
  * (TIMESTAMP_NS has no zone) and a nanosecond time of day as text, which
  * DuckDB casts to TIME_NS exactly (its Arrow scan reads "ttn" as
- * microseconds).
+ * microseconds), also inside nested values (the INSERT casts a struct, list
+ * or map of text to the table's).
  *
  * The view over the stream is created in the database the transaction
  * writes to (a transaction may write to one attached database only; DuckDB
@@ -160,17 +161,64 @@ static int current_path(duckdb_connection con, tm_buf *use_sql, tm_error *err) {
   return rc;
 }
 
+static bool is_time_ns(const tm_type *t) {
+  return t->id == TM_TYPE_TIME64 && t->unit == TM_UNIT_NANO;
+}
+
+/* Whether t holds a nanosecond time anywhere (such a column travels converted). */
+static bool has_time_ns(const tm_type *t) {
+  if (!tm_type_is_nested(t)) return is_time_ns(t);
+  for (size_t k = 0; k < t->nested->n; k++)
+    if (has_time_ns(&t->nested->child[k])) return true;
+  return false;
+}
+
+/* t as it travels: every nanosecond time in it as text (nested ones too). */
+static int travel_type(const tm_type *t, tm_type *out, int depth, tm_error *err) {
+  if (!has_time_ns(t)) {
+    *out = *t;
+    return TM_OK;
+  }
+  if (!tm_type_is_nested(t)) {
+    *out = tm_type_of(TM_TYPE_UTF8);
+    return TM_OK;
+  }
+  if (depth > TM_NTYPE_MAX_DEPTH) return tm_error_set(err, TM_EINVALID, "nested too deep");
+  const tm_ntype *nt = t->nested;
+  if (t->id == TM_TYPE_LIST) {
+    tm_type e;
+    TM_TRY(travel_type(&nt->child[0], &e, depth + 1, err));
+    return tm_type_list(&e, nt->nullable[0], out, err);
+  }
+  if (t->id == TM_TYPE_MAP) {
+    const tm_ntype *et = nt->child[0].nested;
+    tm_type k, v;
+    TM_TRY(travel_type(&et->child[0], &k, depth + 1, err));
+    TM_TRY(travel_type(&et->child[1], &v, depth + 1, err));
+    return tm_type_map(&k, &v, et->nullable[1], out, err);
+  }
+  tm_type *kids = tm_calloc(nt->n, sizeof *kids);
+  if (!kids) return tm_error_nomem(err);
+  int rc = TM_OK;
+  for (size_t k = 0; rc == TM_OK && k < nt->n; k++)
+    rc = travel_type(&nt->child[k], &kids[k], depth + 1, err);
+  if (rc == TM_OK) rc = tm_type_struct(nt->n, nt->name, kids, nt->nullable, out, err);
+  tm_free(kids);
+  return rc;
+}
+
 /* The schema DuckDB sees: the batches' types, nanosecond times as text, ns timestamps unzoned. */
 static int stream_schema(tm_duck_feed *f, tm_error *err) {
   tm_schema s;
   tm_schema_init(&s);
   TM_TRY(tm_schema_copy(&s, &f->types, err));
-  for (size_t i = 0; i < s.n_cols; i++) {
+  int rc = TM_OK;
+  for (size_t i = 0; rc == TM_OK && i < s.n_cols; i++) {
     tm_type *t = &s.cols[i].type;
-    if (f->time_ns[i]) *t = tm_type_of(TM_TYPE_UTF8);
+    if (f->time_ns[i]) rc = travel_type(t, t, 0, err);
     else if (t->id == TM_TYPE_TIMESTAMP && t->unit == TM_UNIT_NANO) t->utc = false;
   }
-  int rc = tm_schema_to_arrow(&s, &f->schema, err);
+  if (rc == TM_OK) rc = tm_schema_to_arrow(&s, &f->schema, err);
   tm_schema_dispose(&s);
   return rc;
 }
@@ -193,7 +241,7 @@ int tm_duck_feed_start(duckdb_connection con, const char *view_schema, const cha
     rc = tm_error_nomem(err);
   for (size_t i = 0; rc == TM_OK && i < types->n_cols; i++) {
     const tm_type *t = &types->cols[i].type;
-    f->time_ns[i] = t->id == TM_TYPE_TIME64 && t->unit == TM_UNIT_NANO;
+    f->time_ns[i] = has_time_ns(t);
     f->any_time_ns |= f->time_ns[i];
   }
   if (rc == TM_OK) rc = stream_schema(f, err);
@@ -292,10 +340,6 @@ static int check_view(const tm_colview *vp, const char *name, int depth, tm_erro
                               "column '%s', row %lld: timestamp %lld %s is outside DuckDB's range "
                               "(years 290309 BC - 294247)",
                               name, (long long)i, (long long)x[i], tm_unit_name(t->unit));
-    } else if (t->id == TM_TYPE_TIME64 && t->unit == TM_UNIT_NANO && depth > 0) {
-      return tm_error_set(err, TM_EUNSUPPORTED,
-                          "column '%s': a nanosecond time inside a nested value (DuckDB's Arrow "
-                          "scan does not take it)", name);
     }
   }
   return TM_OK;
@@ -309,29 +353,47 @@ static int check_values(const tm_batch *b, tm_error *err) {
   return TM_OK;
 }
 
-/* Nanoseconds since midnight as DuckDB's TIME_NS text ("HH:MM:SS.nnnnnnnnn"). */
-static int time_ns_text(const tm_colview *v, int64_t n, const char *name, struct ArrowArray *out,
+/* Appends value `row` of v to cb (of v's travel type): nanosecond times as
+ * DuckDB's TIME_NS text ("HH:MM:SS.nnnnnnnnn"), which it casts exactly. */
+static int travel_value(const tm_colview *v, int64_t row, tm_colbuilder *cb, const char *name,
                         tm_error *err) {
-  tm_colbuilder cb;
-  tm_colbuilder_init(&cb, tm_type_of(TM_TYPE_UTF8), 0);
-  int rc = tm_colbuilder_reserve(&cb, n, (size_t)n * 18, err);
-  for (int64_t i = 0; rc == TM_OK && i < n; i++) {
-    if (tm_colview_is_null(v, i)) {
-      rc = tm_colbuilder_append_null(&cb, err);
-      continue;
-    }
-    int64_t x = ((const int64_t *)v->values)[i];
+  if (tm_colview_is_null(v, row)) return tm_colbuilder_append_null(cb, err);
+  if (!has_time_ns(&v->type)) return tm_colbuilder_append_range(cb, v, row, 1, err);
+  if (!tm_type_is_nested(&v->type)) {
+    int64_t x = ((const int64_t *)v->values)[row];
     if (x < 0 || x > INT64_C(86400000000000)) {
-      rc = tm_error_set(err, TM_EINVALID, "column '%s', row %lld: time %lld ns is not within a day",
-                        name, (long long)i, (long long)x);
-      break;
+      return tm_error_set(err, TM_EINVALID, "column '%s', row %lld: time %lld ns is not within a day",
+                          name, (long long)row, (long long)x);
     }
     int64_t s = x / 1000000000;
     char text[32];
     int len = snprintf(text, sizeof text, "%02d:%02d:%02d.%09d", (int)(s / 3600), (int)(s / 60 % 60),
                        (int)(s % 60), (int)(x % 1000000000));
-    rc = tm_colbuilder_append_bytes(&cb, text, (size_t)len, err);
+    return tm_colbuilder_append_bytes(cb, text, (size_t)len, err);
   }
+  if (v->type.id == TM_TYPE_STRUCT) {
+    for (size_t k = 0; k < v->type.nested->n; k++) {
+      tm_colview ch = tm_colview_child(v, k);
+      TM_TRY(travel_value(&ch, row, tm_colbuilder_child(cb, k), name, err));
+    }
+    return tm_colbuilder_append_nested(cb, err);
+  }
+  const int32_t *o = v->values;
+  tm_colview ch = tm_colview_child(v, 0);
+  for (int64_t e = o[row]; e < o[row + 1]; e++)
+    TM_TRY(travel_value(&ch, e, tm_colbuilder_child(cb, 0), name, err));
+  return tm_colbuilder_append_nested(cb, err);
+}
+
+/* Column v (n rows) as it travels (travel_type). */
+static int time_ns_text(const tm_colview *v, int64_t n, const char *name, struct ArrowArray *out,
+                        tm_error *err) {
+  tm_type to;
+  TM_TRY(travel_type(&v->type, &to, 0, err));
+  tm_colbuilder cb;
+  tm_colbuilder_init(&cb, to, 0);
+  int rc = tm_colbuilder_reserve(&cb, n, tm_type_is_nested(&to) ? 0 : (size_t)n * 18, err);
+  for (int64_t i = 0; rc == TM_OK && i < n; i++) rc = travel_value(v, i, &cb, name, err);
   if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, out, err);
   tm_colbuilder_dispose(&cb);
   return rc;

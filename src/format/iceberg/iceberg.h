@@ -174,6 +174,9 @@ typedef struct tm_iceberg_name_mapping {
   size_t n_fields;
 } tm_iceberg_name_mapping;
 
+/** The entry among maps (a level of the mapping) that lists name, or NULL. */
+const tm_iceberg_name_map *tm_iceberg_name_map_lookup(const tm_iceberg_name_map *maps,
+                                                       size_t n_maps, const char *name);
 /** Field id mapped to a top-level name in the mapping, or -1. */
 int32_t tm_iceberg_name_mapping_find(const tm_iceberg_name_mapping *m, const char *name);
 

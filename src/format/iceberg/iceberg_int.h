@@ -100,7 +100,48 @@ int tm_iceberg__convert_column(const tm_colview *src, const tm_type *to, int64_t
                                struct ArrowArray *out, const char *col, tm_error *err)
     TM_WARN_UNUSED;
 
+/*
+ * A data file's nested column as the table's nested type (convert.c, issue
+ * 16). Iceberg evolves a struct's members by field id: added (the file lacks
+ * them: their initial-default, else NULL), dropped (the file's extra members
+ * are not read), renamed and reordered (matched by id, never by position),
+ * promoted (int -> long, float -> double, wider decimals, converted per
+ * value). A shape maps each member of the table's type to the file's: by the
+ * file's member ids (ids: tm_type_id_slots(from) slots, schema.h), or by name
+ * (by_name) for files without ids and no name mapping.
+ */
+typedef struct tm_iceberg__shape tm_iceberg__shape;
+/* The shape reading the file's column (type from) as table field fld (its
+ * native type to), allocated in a; *out NULL when the file's column is the
+ * table's as it is (take its arrays). TM_EUNSUPPORTED naming the column when
+ * a member's kind or type does not convert. */
+int tm_iceberg__shape_new(tm_arena *a, const tm_iceberg_field *fld, const tm_type *to,
+                          const tm_type *from, const int32_t *ids, bool by_name,
+                          tm_iceberg__shape **out, tm_error *err) TM_WARN_UNUSED;
+/* n rows of src (the file's column) as a new array of the table's type. */
+int tm_iceberg__shape_apply(const tm_iceberg__shape *sh, const tm_colview *src, int64_t n,
+                            struct ArrowArray *out, const char *col, tm_error *err)
+    TM_WARN_UNUSED;
+/* The table's type the shape builds. */
+const tm_type *tm_iceberg__shape_type(const tm_iceberg__shape *sh);
+/* The id slots of a file column of type t that has no ids, from the name
+ * mapping's entry for the column (its nested "fields"; -1 where unmapped). */
+void tm_iceberg__name_mapping_ids(const tm_iceberg_name_map *entry, const tm_type *t,
+                                  int32_t *ids);
+/* The initial-default of field f as a value of type t (payload in a); false
+ * when it does not parse as t. A field without one gives NULL (read.c). */
+bool tm_iceberg__default_value(tm_arena *a, const tm_iceberg_field *f, const tm_type *t,
+                               tm_value *out);
+
 /* ---- writing (writer.c, manifest_write.c) ---------------------------------- */
+
+/* Assigns missing ids in a schema JSON type tree (struct "id", list
+ * "element-id", map "key-id"/"value-id") from *next, depth first, and the
+ * missing "required" flags (false); tracks the highest id in *max_id. */
+int tm_iceberg__assign_ids(json_t *type, int32_t *next, int32_t *max_id, int depth,
+                           tm_error *err) TM_WARN_UNUSED;
+/* Raises *max_id to the largest explicit id in a schema JSON type tree. */
+void tm_iceberg__max_explicit_id(json_t *type, int32_t *max_id, int depth);
 
 /* One manifest entry to write; -1 writes null (inherited) where allowed. */
 typedef struct tm_iceberg__entry {

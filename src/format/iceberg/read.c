@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/arrow/render.h"
 #include "format/iceberg/iceberg_int.h"
 #include "format/parquet/parquet.h"
 #include "format/puffin/puffin.h"
@@ -53,7 +54,7 @@ static bool parse_decimal(const char *s, int32_t scale, uint8_t out[16]) {
 }
 
 /* The initial-default of a field as a value of type t (payload in a). */
-static bool default_value(tm_arena *a, const tm_iceberg_field *f, const tm_type *t,
+bool tm_iceberg__default_value(tm_arena *a, const tm_iceberg_field *f, const tm_type *t,
                           tm_value *out) {
   memset(out, 0, sizeof *out);
   out->type = t->id;
@@ -189,11 +190,10 @@ static bool same_type(const tm_iceberg_type *a, const tm_iceberg_type *b) {
 }
 
 /*
- * A nested column is read from a data file as JSON text of the file's own
- * struct member names (nested.c). That is the table's value only while the
- * field's subtree is the same in every schema the table has had: a data file
- * written before a member was renamed, added, dropped or promoted would
- * answer with the old shape. Such a column is refused, never read wrong.
+ * A nested column with a part that has no native type (nested_shape) can be
+ * read only as JSON text of the data file's own members (nested.c). That is
+ * the table's value only while the column's subtree is the same in every
+ * schema the table has had; else the column is refused, never read wrong.
  */
 static int nested_readable(const tm_iceberg_metadata *m, const tm_iceberg_field *fld,
                            tm_error *err) {
@@ -202,8 +202,8 @@ static int nested_readable(const tm_iceberg_metadata *m, const tm_iceberg_field 
     if (o && !same_field(o, fld)) {
       return tm_error_set(err, TM_EUNSUPPORTED,
                           "nested column '%s' changed inside between the table's schemas "
-                          "(schema %d); reading a nested column across such a change is not "
-                          "supported yet",
+                          "(schema %d), and a part of it can be read only as the data file's "
+                          "JSON text, in the file's own shape",
                           fld->name, (int)m->schemas[i].schema_id);
     }
   }
@@ -387,6 +387,8 @@ typedef struct file_state {
   size_t n_positions;
   eq_ref *eqs;
   size_t n_eqs;
+  tm_iceberg__shape **shapes; /* per output column: a nested column reshaped, or NULL */
+  bool *native;           /* per proj entry: read natively (a reshaped nested column) */
   tm_arena arena;
 } file_state;
 
@@ -415,6 +417,8 @@ static void file_state_free(file_state *fs) {
   tm_free(fs->proj);
   tm_free(fs->out_src);
   tm_free(fs->out_const);
+  tm_free(fs->shapes);
+  tm_free(fs->native);
   tm_free(fs->positions);
   for (size_t i = 0; i < fs->n_eqs; i++) {
     tm_free(fs->eqs[i].src);
@@ -719,11 +723,51 @@ static void missing_value(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_d
       if (tm_iceberg__convert_value(&v, &from, type, out)) return;
     }
   }
-  if (!default_value(&fs->arena, fld, type, out)) {
+  if (!tm_iceberg__default_value(&fs->arena, fld, type, out)) {
     memset(out, 0, sizeof *out);
     out->type = type->id;
     out->is_null = true;
   }
+}
+
+/*
+ * How Parquet field fi gives nested output column j (table field fld): the
+ * file's arrays as they are, or fs->shapes[j] when the table's members have
+ * changed since the file was written (issue 16). Members are matched by the
+ * file's member ids; a file without them goes through the name mapping, else
+ * by names.
+ */
+static int nested_shape(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_field *fld, size_t fi,
+                        bool has_ids, size_t j, tm_error *err) {
+  tm_type to, from;
+  bool nullable;
+  tm_error terr;
+  tm_error_init(&terr);
+  int rc = tm_iceberg_type_to_tm_native(fld->type, &to, &terr);
+  if (rc == TM_OK) rc = tm_parquet_nested_type(fs->pf, fi, &from, &nullable, &terr);
+  if (rc < 0) {
+    /* A part with no native type: only the JSON text of the file's own shape can be read
+     * (unsupported_type_action: string), and only while that is the table's. */
+    if (!r->o.nested_as_json) return tm_error_set(err, terr.code, "%s", terr.message);
+    return nested_readable(r->m, fld, err);
+  }
+  size_t n = tm_type_id_slots(&from);
+  int32_t *ids = tm_arena_calloc(&fs->arena, n ? n : 1, sizeof *ids, err);
+  if (!ids) return err->code;
+  bool any = false;
+  if (has_ids) {
+    TM_TRY(tm_parquet_nested_ids(fs->pf, fi, &from, ids, err));
+    for (size_t i = 0; i < n; i++) any = any || ids[i] >= 0;
+  }
+  if (!any && r->m->name_mapping) {
+    const tm_iceberg_name_mapping *nm = r->m->name_mapping;
+    const char *name = tm_parquet_field_at(fs->pf, fi)->name;
+    tm_iceberg__name_mapping_ids(tm_iceberg_name_map_lookup(nm->fields, nm->n_fields, name), &from,
+                                 ids);
+    any = true;
+  }
+  return tm_iceberg__shape_new(&fs->arena, fld, &to, &from, ids, !any && n > 0, &fs->shapes[j],
+                               err);
 }
 
 /* Index of Parquet field fi in the projection (added when new). */
@@ -852,7 +896,9 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
   fs->proj = tm_calloc(max_proj + n_eq_ids + 1, sizeof *fs->proj);
   fs->out_src = tm_calloc(r->n_out ? r->n_out : 1, sizeof *fs->out_src);
   fs->out_const = tm_calloc(r->n_out ? r->n_out : 1, sizeof *fs->out_const);
-  if (!fs->proj || !fs->out_src || !fs->out_const) {
+  fs->shapes = tm_calloc(r->n_out ? r->n_out : 1, sizeof *fs->shapes);
+  fs->native = tm_calloc(max_proj + n_eq_ids + 1, sizeof *fs->native);
+  if (!fs->proj || !fs->out_src || !fs->out_const || !fs->shapes || !fs->native) {
     rc = tm_error_nomem(err);
     goto done;
   }
@@ -872,8 +918,9 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
       int fi = file_field(r->m, fs->pf, ids, fld->id, fld->name);
       const tm_parquet_field *pfld = fi >= 0 ? tm_parquet_field_at(fs->pf, (size_t)fi) : NULL;
       if (pfld && pfld->nested) {
-        TM_CHECK(nested_readable(r->m, fld, err));
+        TM_CHECK(nested_shape(r, fs, fld, (size_t)fi, ids, j, err));
         fs->out_src[j] = proj_index(fs, (size_t)fi); /* native, or JSON text (types.c) */
+        if (fs->shapes[j]) fs->native[fs->out_src[j]] = true; /* reshaped from native arrays */
         continue;
       }
     }
@@ -945,6 +992,7 @@ static int next_row_group(tm_iceberg_rows *r, file_state *fs, bool *more, tm_err
     so.batch_rows = r->o.batch_rows;
     so.nested_as_json = r->o.nested_as_json; /* nested columns as JSON text (types.c) */
     so.nested_native = !r->o.nested_as_json;  /* else native arrays of the table's type */
+    so.native_columns = fs->native;           /* columns reshaped (nested_shape) */
     TM_TRY(tm_parquet_scan_new(&fs->scan, fs->pf, &so, err));
     r->stats.row_groups_read++;
     *more = true;
@@ -1009,6 +1057,34 @@ static int apply_equality(const file_state *fs, const tm_batch *raw, uint8_t *ke
   return TM_OK;
 }
 
+/* n rows of the file's nested column c in the table's shape: native, or as
+ * JSON text when nested columns are read as text. */
+static int reshaped(const tm_iceberg_rows *r, const tm_iceberg__shape *sh, const tm_colview *c,
+                    int64_t n, const char *col, struct ArrowArray *out, tm_error *err) {
+  if (!r->o.nested_as_json) return tm_iceberg__shape_apply(sh, c, n, out, col, err);
+  struct ArrowArray native;
+  TM_TRY(tm_iceberg__shape_apply(sh, c, n, &native, col, err));
+  tm_colbuilder cb;
+  tm_colbuilder_init(&cb, tm_type_of(TM_TYPE_UTF8), 0);
+  tm_buf text = TM_BUF_INIT(TM_BUF_UNLIMITED);
+  int rc = TM_OK;
+  tm_colview nv = tm_colview_of(&native, tm_iceberg__shape_type(sh));
+  for (int64_t i = 0; rc == TM_OK && i < n; i++) {
+    if (tm_colview_is_null(&nv, i)) {
+      rc = tm_colbuilder_append_null(&cb, err);
+      continue;
+    }
+    tm_buf_clear(&text);
+    rc = tm_colview_json(&text, &nv, i, err);
+    if (rc == TM_OK) rc = tm_colbuilder_append_bytes(&cb, text.ptr, text.len, err);
+  }
+  if (rc == TM_OK) rc = tm_colbuilder_finish(&cb, out, err);
+  tm_colbuilder_dispose(&cb);
+  tm_buf_dispose(&text);
+  native.release(&native);
+  return rc;
+}
+
 /* Builds the output batch of raw's rows. */
 static int build_output(tm_iceberg_rows *r, file_state *fs, tm_batch *raw, int64_t start,
                         tm_batch *out, tm_error *err) {
@@ -1028,6 +1104,9 @@ static int build_output(tm_iceberg_rows *r, file_state *fs, tm_batch *raw, int64
     int src = fs->out_src[j];
     if (src < 0) {
       rc = tm_array_make_constant(*type, &fs->out_const[j], n, &cols[j], err);
+    } else if (fs->shapes[j]) {
+      tm_colview c = tm_batch_col(raw, (size_t)src);
+      rc = reshaped(r, fs->shapes[j], &c, n, r->out_schema.cols[j].name, &cols[j], err);
     } else {
       tm_colview c = tm_batch_col(raw, (size_t)src);
       /* A nested column: the file's arrays as the table's type when the

@@ -488,14 +488,19 @@ int tm_iceberg__parse_name_mapping(tm_arena *a, const char *text,
   return TM_OK;
 }
 
-int32_t tm_iceberg_name_mapping_find(const tm_iceberg_name_mapping *m, const char *name) {
-  if (!m) return -1;
-  for (size_t i = 0; i < m->n_fields; i++) {
-    for (size_t k = 0; k < m->fields[i].n_names; k++) {
-      if (strcmp(m->fields[i].names[k], name) == 0) return m->fields[i].field_id;
+const tm_iceberg_name_map *tm_iceberg_name_map_lookup(const tm_iceberg_name_map *maps,
+                                                       size_t n_maps, const char *name) {
+  for (size_t i = 0; maps && i < n_maps; i++) {
+    for (size_t k = 0; k < maps[i].n_names; k++) {
+      if (strcmp(maps[i].names[k], name) == 0) return &maps[i];
     }
   }
-  return -1;
+  return NULL;
+}
+
+int32_t tm_iceberg_name_mapping_find(const tm_iceberg_name_mapping *m, const char *name) {
+  const tm_iceberg_name_map *e = m ? tm_iceberg_name_map_lookup(m->fields, m->n_fields, name) : NULL;
+  return e ? e->field_id : -1;
 }
 
 /* ---- lookups -------------------------------------------------------------- */

@@ -209,7 +209,8 @@ int tm_iceberg__publish(const tm_iceberg_table *t, json_t *root, tm_error *err) 
 
 /* Assigns missing ids in a type tree (struct "id", list "element-id", map
  * "key-id"/"value-id"), in depth-first order; tracks the highest id. */
-static int assign_ids(json_t *type, int32_t *next, int32_t *max_id, int depth, tm_error *err) {
+int tm_iceberg__assign_ids(json_t *type, int32_t *next, int32_t *max_id, int depth,
+                           tm_error *err) {
   if (depth > 32) return tm_error_set(err, TM_EINVALID, "schema nests too deeply");
   if (!json_is_object(type)) return TM_OK;
   const char *kind = json_string_value(json_object_get(type, "type"));
@@ -224,7 +225,7 @@ static int assign_ids(json_t *type, int32_t *next, int32_t *max_id, int depth, t
       int32_t v = (int32_t)json_integer_value(json_object_get(f, "id"));
       if (v > *max_id) *max_id = v;
       if (!json_object_get(f, "required")) json_object_set_new(f, "required", json_false());
-      TM_TRY(assign_ids(json_object_get(f, "type"), next, max_id, depth + 1, err));
+      TM_TRY(tm_iceberg__assign_ids(json_object_get(f, "type"), next, max_id, depth + 1, err));
     }
   } else if (strcmp(kind, "list") == 0) {
     if (!json_is_integer(json_object_get(type, "element-id")))
@@ -233,7 +234,7 @@ static int assign_ids(json_t *type, int32_t *next, int32_t *max_id, int depth, t
     if (v > *max_id) *max_id = v;
     if (!json_object_get(type, "element-required"))
       json_object_set_new(type, "element-required", json_false());
-    TM_TRY(assign_ids(json_object_get(type, "element"), next, max_id, depth + 1, err));
+    TM_TRY(tm_iceberg__assign_ids(json_object_get(type, "element"), next, max_id, depth + 1, err));
   } else if (strcmp(kind, "map") == 0) {
     const char *keys[2] = {"key-id", "value-id"};
     for (int k = 0; k < 2; k++) {
@@ -244,14 +245,14 @@ static int assign_ids(json_t *type, int32_t *next, int32_t *max_id, int depth, t
     }
     if (!json_object_get(type, "value-required"))
       json_object_set_new(type, "value-required", json_false());
-    TM_TRY(assign_ids(json_object_get(type, "key"), next, max_id, depth + 1, err));
-    TM_TRY(assign_ids(json_object_get(type, "value"), next, max_id, depth + 1, err));
+    TM_TRY(tm_iceberg__assign_ids(json_object_get(type, "key"), next, max_id, depth + 1, err));
+    TM_TRY(tm_iceberg__assign_ids(json_object_get(type, "value"), next, max_id, depth + 1, err));
   }
   return TM_OK;
 }
 
 /* Largest explicit id in a type tree, so that assigned ids never collide. */
-static void max_explicit_id(json_t *type, int32_t *max_id, int depth) {
+void tm_iceberg__max_explicit_id(json_t *type, int32_t *max_id, int depth) {
   if (depth > 32 || !json_is_object(type)) return;
   const char *keys[4] = {"id", "element-id", "key-id", "value-id"};
   for (int k = 0; k < 4; k++) {
@@ -263,12 +264,12 @@ static void max_explicit_id(json_t *type, int32_t *max_id, int depth) {
   size_t i;
   json_t *f;
   json_array_foreach(fields, i, f) {
-    max_explicit_id(f, max_id, depth + 1);
-    max_explicit_id(json_object_get(f, "type"), max_id, depth + 1);
+    tm_iceberg__max_explicit_id(f, max_id, depth + 1);
+    tm_iceberg__max_explicit_id(json_object_get(f, "type"), max_id, depth + 1);
   }
-  max_explicit_id(json_object_get(type, "element"), max_id, depth + 1);
-  max_explicit_id(json_object_get(type, "key"), max_id, depth + 1);
-  max_explicit_id(json_object_get(type, "value"), max_id, depth + 1);
+  tm_iceberg__max_explicit_id(json_object_get(type, "element"), max_id, depth + 1);
+  tm_iceberg__max_explicit_id(json_object_get(type, "key"), max_id, depth + 1);
+  tm_iceberg__max_explicit_id(json_object_get(type, "value"), max_id, depth + 1);
 }
 
 static const char *iceberg_type_of(const tm_type *t, char *buf, size_t cap) {
@@ -392,9 +393,9 @@ static int build_schema(const tm_iceberg_create_options *opts, int32_t schema_id
   }
   if (!s) return tm_error_nomem(err);
   int32_t max_id = first_id - 1;
-  max_explicit_id(s, &max_id, 0);
+  tm_iceberg__max_explicit_id(s, &max_id, 0);
   int32_t next = max_id + 1;
-  int rc = assign_ids(s, &next, &max_id, 0, err);
+  int rc = tm_iceberg__assign_ids(s, &next, &max_id, 0, err);
   if (rc < 0) {
     json_decref(s);
     return rc;

@@ -78,6 +78,22 @@ int tm_iceberg_partition_text_to_json(const char *text, const tm_iceberg_schema 
                                       int32_t first_field_id, tm_buf *out, tm_error *err)
     TM_WARN_UNUSED;
 
+/**
+ * Schema evolution (evolve.c): commits schema_json as the table's new current
+ * schema (a new schema id; no snapshot). It lists the columns as they should
+ * be: members that stay keep their "id" (renamed, moved, promoted, made
+ * optional; a list's element and a map's key and value keep theirs when left
+ * out), new ones have none (fresh ids above last-column-id), members left out
+ * are dropped. TM_EINVALID naming the field for: an id the current schema
+ * lacks, a type change Iceberg does not allow (int -> long, float -> double,
+ * decimal(P,S) -> decimal(P2,S) with P2 >= P; a struct, list or map keeps its
+ * kind), optional -> required, a new required field without an
+ * "initial-default", dropping a source of the default partition spec or an
+ * identifier field. TM_ECONFLICT when a concurrent commit won.
+ */
+int tm_iceberg_update_schema(tm_iceberg_table *t, const char *schema_json, tm_error *err)
+    TM_WARN_UNUSED;
+
 /* ---- snapshots ------------------------------------------------------------ */
 
 typedef struct tm_iceberg_commit tm_iceberg_commit;

@@ -233,10 +233,12 @@ typedef struct tm_parquet_scan_options {
   bool nested_as_json;         /* nested fields read as utf8 JSON text (nested.c), else refused */
   bool nested_native;          /* nested fields read as Arrow LIST/STRUCT/MAP arrays (nested.c);
                                 * nested_as_json wins when both are set */
+  const bool *native_columns;  /* per projected column (n_columns; may be NULL): read a nested
+                                * one natively even under nested_as_json */
 } tm_parquet_scan_options;
 
 #define TM_PARQUET_SCAN_OPTIONS_INIT \
-  {TM_PARQUET_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, false, false}
+  {TM_PARQUET_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, false, false, NULL}
 
 /**
  * Plans a scan of f (which must outlive the scan): checks the projection,

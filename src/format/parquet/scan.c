@@ -193,7 +193,8 @@ int tm_parquet_scan_new(tm_parquet_scan **out, tm_parquet_file *f,
       TM_CHECK(nested_new(&s->nested[i], f, fd, err));
       tm_type t = tm_type_of(TM_TYPE_UTF8);
       bool nullable = true;
-      s->nested[i]->native = !opts->nested_as_json;
+      s->nested[i]->native =
+          !opts->nested_as_json || (opts->native_columns && opts->columns && opts->native_columns[i]);
       if (s->nested[i]->native) {
         rc = tm_parquet__ntree_type(s->nested[i]->tree, &t, &nullable, err);
         if (rc < 0) {

@@ -275,3 +275,76 @@ TM_TEST(feed_keeps_every_digit_of_nanosecond_times) {
   tm_schema_dispose(&s);
   duck_close(&d);
 }
+
+/* Issue 16: nanosecond times inside structs, lists and maps travel as text too, and DuckDB
+ * casts them into the table's TIME_NS members exactly; a bad one inside is refused by row. */
+TM_TEST(feed_keeps_nanosecond_times_inside_nested_values) {
+  duck d;
+  duck_open(&d);
+  tm_error err;
+  tm_error_init(&err);
+  tm_type tn = tm_type_of(TM_TYPE_TIME64);
+  tn.unit = TM_UNIT_NANO;
+  tm_type i64 = tm_type_of(TM_TYPE_INT64), st, lt, mt, key = tm_type_of(TM_TYPE_UTF8);
+  const char *names[2] = {"t", "k"};
+  tm_type kids[2] = {tn, i64};
+  bool nl[2] = {true, true};
+  TM_ASSERT_OK(tm_type_struct(2, names, kids, nl, &st, &err), &err);
+  TM_ASSERT_OK(tm_type_list(&tn, true, &lt, &err), &err);
+  TM_ASSERT_OK(tm_type_map(&key, &tn, true, &mt, &err), &err);
+  tm_schema s;
+  tm_schema_init(&s);
+  TM_ASSERT_OK(tm_schema_add(&s, "s", st, true, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&s, "l", lt, true, -1, &err), &err);
+  TM_ASSERT_OK(tm_schema_add(&s, "m", mt, true, -1, &err), &err);
+  run(&d, "CREATE TABLE t (s STRUCT(t TIME_NS, k BIGINT), l TIME_NS[], m MAP(VARCHAR, TIME_NS))");
+  tm_duck_feed *f = begin_feed(&d, &s);
+  int64_t times[] = {INT64_C(45296123456789), 1, INT64_C(86399999999999)};
+  for (int bad = 0; bad < 2; bad++) {
+    tm_batch_builder bb;
+    TM_ASSERT_OK(tm_batch_builder_init(&bb, &s, &err), &err);
+    tm_colbuilder *cs = tm_batch_builder_col(&bb, 0), *cl = tm_batch_builder_col(&bb, 1),
+                  *cm = tm_batch_builder_col(&bb, 2);
+    for (int i = 0; i < 3; i++) {
+      int64_t x = bad && i == 2 ? INT64_C(86400000000001) : times[i];
+      TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(cs, 0), x, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(cs, 1), i, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_nested(cs, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(cl, 0), x, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_null(tm_colbuilder_child(cl, 0), &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_nested(cl, &err), &err);
+      tm_colbuilder *entry = tm_colbuilder_child(cm, 0);
+      TM_ASSERT_OK(tm_colbuilder_append_bytes(tm_colbuilder_child(entry, 0), "a", 1, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_int(tm_colbuilder_child(entry, 1), x, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_nested(entry, &err), &err);
+      TM_ASSERT_OK(tm_colbuilder_append_nested(cm, &err), &err);
+    }
+    tm_batch b;
+    tm_batch_init(&b);
+    TM_ASSERT_OK(tm_batch_builder_finish(&bb, &b, &err), &err);
+    tm_batch_builder_dispose(&bb);
+    if (!bad) {
+      TM_ASSERT_OK(tm_duck_feed_put(f, &b, &err), &err);
+    } else {
+      TM_ASSERT_RC(tm_duck_feed_put(f, &b, &err), TM_EINVALID);
+      TM_ASSERT_CONTAINS(err.message, "column 's', row 2: time 86400000000001 ns is not within a day");
+    }
+  }
+  TM_ASSERT_OK(tm_duck_feed_finish(f, NULL, &err), &err);
+  run(&d, "COMMIT");
+  char text[512];
+  text_of(&d, "SELECT string_agg(s::VARCHAR || l::VARCHAR || m::VARCHAR, ';' ORDER BY s.k) FROM t",
+          text, sizeof text);
+  TM_ASSERT_STR_EQ(text, "{'t': '12:34:56.123456789', 'k': 0}['12:34:56.123456789', NULL]"
+                         "{a='12:34:56.123456789'};"
+                         "{'t': '00:00:00.000000001', 'k': 1}['00:00:00.000000001', NULL]"
+                         "{a='00:00:00.000000001'};"
+                         "{'t': '23:59:59.999999999', 'k': 2}['23:59:59.999999999', NULL]"
+                         "{a='23:59:59.999999999'}");
+  /* Stored as TIME_NS, every digit: a time's own text, and its order. */
+  text_of(&d, "SELECT any_value(typeof(s.t)) || ' ' || max(s.t)::VARCHAR || ' ' || min(l[1])::VARCHAR "
+          "FROM t", text, sizeof text);
+  TM_ASSERT_STR_EQ(text, "TIME_NS 23:59:59.999999999 00:00:00.000000001");
+  tm_schema_dispose(&s);
+  duck_close(&d);
+}
