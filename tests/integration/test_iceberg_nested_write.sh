@@ -9,7 +9,9 @@
 #   (b) every data file's Parquet schema (DuckDB's parquet_schema()) carries
 #       the metadata's field id on every element Iceberg ids, and ids are
 #       unique up to last-column-id;
-#   (c) icebird reads the table with equal values;
+#   (c) icebird reads the table with equal values; the metrics in the
+#       manifests (read by icebird) are keyed by the leaves' ids and equal
+#       DuckDB's parquet_metadata() of each file;
 #   (d) a table created with --schema JSON (member ids partly given, the
 #       rest assigned) partitioned by payload.region and bucket[4](payload.id):
 #       every data file holds only rows of its manifest partition (checked
@@ -59,6 +61,8 @@ meta=$(last_meta wh/n)
 check ids "$meta" wh/n/data/*.parquet >&2 || fail "(b) field ids of the data files"
 # (c) icebird, an independent reader, sees the same values.
 check icebird wh/n src.parquet >&2 || fail "(c) icebird differs from DuckDB"
+# Metrics by leaf id (manifests read by icebird) equal the Parquet statistics.
+check metrics wh/n >&2 || fail "metrics of the nested leaves"
 
 # ---- (d) --schema JSON, partitioned by struct members ---------------------------
 # Some member ids given (payload 2, payload.region 3), the rest assigned.
@@ -96,6 +100,7 @@ check ids "$meta" $(find wh/p/data -name '*.parquet') >&2 || fail "(d) field ids
 tm iceberg cat wh/p --format json >pcat.json
 check values pcat.json src.parquet >&2 || fail "(d) tidemark iceberg cat of the partitioned table"
 check icebird wh/p src.parquet >&2 || fail "(d) icebird on the partitioned table"
+check metrics wh/p >&2 || fail "(d) metrics of the partitioned files"
 
 # A dataset loads the partitioned table (full refresh) with every row right;
 # a federated query filtering on a struct member agrees with DuckDB.
@@ -133,6 +138,7 @@ for (const r of rows) { const id = Number(r.id); if (seen.has(id)) r.id = id + 1
 for (const r of rows) { const id = Number(r.id); if (id < 1000 && (id < 40 || id >= 280 || id === 100)) r.id = id + 1000; }
 fs.writeFileSync("after.json", JSON.stringify(rows));'
 check values after.json want.parquet >&2 || fail "rows after delete, overwrite and compaction"
+check metrics wh/p >&2 || fail "metrics of the rewritten files"
 check ids "$(last_meta wh/p)" $(tm iceberg files wh/p --format json | node -e '
   const f = JSON.parse(require("fs").readFileSync(0, "utf8"));
   console.log(f.map((x) => require("url").fileURLToPath(x.path)).join(" "))') >&2 ||

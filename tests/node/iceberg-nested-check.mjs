@@ -14,6 +14,13 @@
 //   node iceberg-nested-check.mjs icebird TABLE_DIR SOURCE.parquet [SKIP_COLUMNS]
 //     icebird's reading of the table equals DuckDB's reading of the source
 //     file; SKIP_COLUMNS (comma-separated) are columns left out of the check.
+//   node iceberg-nested-check.mjs metrics TABLE_DIR
+//     The metrics of every live data file (manifests read by icebird) against
+//     DuckDB's parquet_metadata() of the file, keyed by the leaves' field ids:
+//     every primitive leaf has its column size; a leaf reached through
+//     structs only has its value count, null count and (long, int and
+//     string leaves are decoded) bounds equal to the Parquet statistics; a
+//     leaf inside a list or map and a struct, list or map id have none.
 //   node iceberg-nested-check.mjs partitions FILES_JSON SOURCE.parquet N
 //     For a table partitioned by (payload.region identity, bucket[N](payload.id)):
 //     each data file of FILES_JSON (`tidemark iceberg files --format json`)
@@ -235,7 +242,7 @@ async function checkPartitions(filesJson, source, n) {
 
 // ---- icebird -------------------------------------------------------------------
 
-async function icebirdRows(dir) {
+function fileFetch() {
   const realFetch = globalThis.fetch;
   globalThis.fetch = async (input, init = {}) => {
     const url = typeof input === 'string' ? input : input.url;
@@ -257,8 +264,92 @@ async function icebirdRows(dir) {
     }
     return new Response(data, { status: 200, headers: { 'Content-Length': String(data.length) } });
   };
+}
+
+async function icebirdRows(dir) {
+  fileFetch();
   const { icebergRead } = await import('icebird');
   return icebergRead({ tableUrl: pathToFileURL(fs.realpathSync(dir)).href });
+}
+
+// The leaves of an Iceberg type, depth first (Parquet leaf order), with
+// whether they sit inside a list or a map; the ids of the other members.
+function leavesOf(t, repeated, leaves, inner, id) {
+  if (typeof t === 'string') {
+    leaves.push({ id, type: t, repeated });
+    return;
+  }
+  if (id !== null) inner.add(id);
+  if (t.type === 'struct') for (const f of t.fields) leavesOf(f.type, repeated, leaves, inner, f.id);
+  else if (t.type === 'list') leavesOf(t.element, true, leaves, inner, t['element-id']);
+  else {
+    leavesOf(t.key, true, leaves, inner, t['key-id']);
+    leavesOf(t.value, true, leaves, inner, t['value-id']);
+  }
+}
+
+const mapOf = (m) => {
+  const out = new Map();
+  if (!m) return out;
+  if (Array.isArray(m)) for (const e of m) out.set(Number(e.key), e.value);
+  else for (const [k, v] of Object.entries(m)) out.set(Number(k), v);
+  return out;
+};
+const bytesOf = (v) => (typeof v === 'string' ? Buffer.from(v, 'latin1') : Buffer.from(v));
+
+async function checkMetrics(dir) {
+  fileFetch();
+  const { icebergMetadata, icebergManifests } = await import('icebird');
+  const tableUrl = pathToFileURL(fs.realpathSync(dir)).href;
+  const meta = await icebergMetadata({ tableUrl });
+  const schema = meta.schemas.find((x) => x['schema-id'] === meta['current-schema-id']);
+  const leaves = [], inner = new Set();
+  leavesOf(schema, false, leaves, inner, null);
+  let files = 0, checked = 0;
+  for (const { entries } of await icebergManifests(meta)) {
+    for (const e of entries) {
+      if (e.status === 2 || e.data_file.content !== 0) continue;
+      files++;
+      const df = e.data_file;
+      const sizes = mapOf(df.column_sizes), counts = mapOf(df.value_counts), nulls = mapOf(df.null_value_counts);
+      const lower = mapOf(df.lower_bounds), upper = mapOf(df.upper_bounds);
+      const path = fileURLToPath(df.file_path);
+      const md = await rows(`SELECT column_id, sum(num_values) AS n, sum(stats_null_count) AS nulls,
+          min(stats_min_value) AS lo, max(stats_max_value) AS hi, sum(total_compressed_size) AS size
+        FROM parquet_metadata(${sqlStr(path)}) GROUP BY column_id ORDER BY column_id`);
+      if (md.length !== leaves.length) die(`${path}: ${md.length} leaf columns, the schema has ${leaves.length}`);
+      for (const id of inner)
+        for (const [what, m] of [['column_sizes', sizes], ['value_counts', counts], ['null_value_counts', nulls], ['lower_bounds', lower]])
+          if (m.has(id)) die(`${path}: ${what} has the non-leaf id ${id}`);
+      leaves.forEach((l, k) => {
+        const pq = md[k];
+        const where = `${path}: leaf ${l.id} (${l.type}${l.repeated ? ', in a list or map' : ''})`;
+        if (Number(sizes.get(l.id)) !== Number(pq.size)) die(`${where}: column size ${sizes.get(l.id)}, Parquet ${pq.size}`);
+        if (l.repeated) {
+          if (counts.has(l.id) || nulls.has(l.id) || lower.has(l.id) || upper.has(l.id))
+            die(`${where}: counts or bounds for a leaf inside a list or map`);
+          checked++;
+          return;
+        }
+        if (Number(counts.get(l.id)) !== Number(pq.n) || Number(counts.get(l.id)) !== Number(df.record_count))
+          die(`${where}: value count ${counts.get(l.id)}, Parquet ${pq.n}, rows ${df.record_count}`);
+        if (Number(nulls.get(l.id)) !== Number(pq.nulls)) die(`${where}: null count ${nulls.get(l.id)}, Parquet ${pq.nulls}`);
+        const allNull = Number(pq.nulls) === Number(pq.n);
+        if (lower.has(l.id) === allNull || upper.has(l.id) === allNull) die(`${where}: bounds present: ${lower.has(l.id)}, all null: ${allNull}`);
+        if (!allNull && (l.type === 'long' || l.type === 'int' || l.type === 'string')) {
+          const dec = (v) => {
+            const b = bytesOf(v);
+            return l.type === 'long' ? b.readBigInt64LE(0).toString() : l.type === 'int' ? String(b.readInt32LE(0)) : b.toString('utf8');
+          };
+          if (dec(lower.get(l.id)) !== String(pq.lo) || dec(upper.get(l.id)) !== String(pq.hi))
+            die(`${where}: bounds ${dec(lower.get(l.id))}..${dec(upper.get(l.id))}, Parquet ${pq.lo}..${pq.hi}`);
+        }
+        checked++;
+      });
+    }
+  }
+  if (files === 0) die('metrics: no data files');
+  console.log(`metrics: ${files} data files, ${checked} leaf metrics equal to the Parquet statistics`);
 }
 
 if (cmd === 'values') {
@@ -275,8 +366,10 @@ if (cmd === 'values') {
     die(`icebird cannot read ${dir}: ${e.message || e}`);
   }
   compareRows(got, await sourceRows(source), 'icebird', skip ? skip.split(',') : []);
+} else if (cmd === 'metrics') {
+  await checkMetrics(args[0]);
 } else if (cmd === 'partitions') {
   await checkPartitions(args[0], args[1], Number(args[2]));
 } else {
-  die('usage: iceberg-nested-check.mjs values|ids|icebird|partitions ...');
+  die('usage: iceberg-nested-check.mjs values|ids|icebird|metrics|partitions ...');
 }

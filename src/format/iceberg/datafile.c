@@ -10,10 +10,13 @@
  *
  * Nested columns (struct, list, map at any depth; issue 16) are written with
  * the table's field id on every member (Parquet writer option nested_ids).
- * Their metrics are left out: Iceberg keys metrics by the primitive leaves'
- * ids and counts a leaf's values the Parquet way (one per level entry), so
- * rather than approximate them the manifests carry none for those leaves
- * (readers then do not prune on them, which is always correct).
+ * Their metrics are keyed by the primitive leaves' field ids, as Iceberg
+ * wants: every leaf gets its column size; a leaf reached through structs
+ * only also gets its value count (one per row), null count (rows where it
+ * or an enclosing struct is NULL), NaN count and bounds. A leaf inside a
+ * list or a map gets no counts or bounds: its values are counted per Parquet
+ * level entry by other writers, so rather than approximate them we leave
+ * them out (readers then do not prune on them, which is always correct).
  */
 #include <math.h>
 #include <string.h>
@@ -40,12 +43,22 @@ typedef struct col_acc {
   int64_t nulls, nans;
 } col_acc;
 
+/* A primitive member of a nested column, in Parquet leaf order (depth
+ * first: struct fields in order, a list's element, a map's key then value). */
+typedef struct leaf_info {
+  int32_t id;                  /* its Iceberg field id */
+  const tm_iceberg_type *type; /* primitive; owned by the table's metadata */
+  bool repeated;               /* inside a list or a map: column size only */
+  size_t depth;                /* !repeated: struct steps below the column */
+  int path[TM_NTYPE_MAX_DEPTH];
+} leaf_info;
+
 typedef struct open_file {
   tm_value *partition; /* n_partition values, payloads in the writer's arena */
   tm_parquet_writer *pw;
   tm_buf bytes;
   int64_t rows;
-  col_acc *acc;        /* one per written column */
+  col_acc *acc;        /* one per written column, then one per nested leaf */
   char *key;           /* owned: partition key in the map */
 } open_file;
 
@@ -57,6 +70,10 @@ struct tm_iceberg_data_writer {
   tm_schema out;                 /* columns written, with field ids */
   tm_iceberg_type *types;        /* Iceberg type per written column */
   size_t max_cols;               /* entries of types and nested_ids */
+  leaf_info *leaves;             /* the nested columns' primitive leaves, column by column */
+  size_t n_leaves;
+  size_t *leaf_start;            /* per written column: its first entry in leaves */
+  size_t *leaf_n;                /* per written column: its entries (0 for flat columns) */
   int32_t **nested_ids;          /* per written column: id slots (schema.h), NULL when flat */
   tm_type *ptypes;               /* partition result types */
   int *pcol;                     /* per partition field: written column of its source, -1 */
@@ -143,6 +160,57 @@ static void fill_id_slots(const tm_iceberg_type *it, int32_t *ids, size_t *n) {
   }
 }
 
+/* Appends one leaf to w->leaves. */
+static int push_leaf(tm_iceberg_data_writer *w, const tm_iceberg_field *f, const int *steps,
+                     size_t depth, bool repeated, tm_error *err) {
+  leaf_info *l = tm_reallocarray(w->leaves, w->n_leaves + 1, sizeof *l);
+  if (!l) return tm_error_nomem(err);
+  w->leaves = l;
+  l = &w->leaves[w->n_leaves++];
+  memset(l, 0, sizeof *l);
+  l->id = f->id;
+  l->type = f->type;
+  l->repeated = repeated;
+  l->depth = repeated ? 0 : depth;
+  if (!repeated) memcpy(l->path, steps, depth * sizeof *steps);
+  return TM_OK;
+}
+
+/* Appends the primitive leaves below the nested type it to w->leaves, in
+ * Parquet leaf order; steps[0..depth): the struct path so far, repeated:
+ * below a list or a map. */
+static int collect_leaves(tm_iceberg_data_writer *w, const tm_iceberg_type *it, int *steps,
+                          size_t depth, bool repeated, tm_error *err) {
+  if (depth >= TM_NTYPE_MAX_DEPTH) return TM_OK; /* check_writable refused deeper types */
+  if (it->id == TM_ICEBERG_STRUCT) {
+    for (size_t i = 0; i < it->n_fields; i++) {
+      const tm_iceberg_field *f = &it->fields[i];
+      steps[depth] = (int)i;
+      if (tm_iceberg_type_is_primitive(f->type)) {
+        TM_TRY(push_leaf(w, f, steps, depth + 1, repeated, err));
+      } else {
+        TM_TRY(collect_leaves(w, f->type, steps, depth + 1, repeated, err));
+      }
+    }
+    return TM_OK;
+  }
+  const tm_iceberg_field *kids[2] = {NULL, NULL};
+  if (it->id == TM_ICEBERG_LIST) {
+    kids[0] = it->element;
+  } else if (it->id == TM_ICEBERG_MAP) {
+    kids[0] = it->key;
+    kids[1] = it->value;
+  }
+  for (size_t k = 0; k < 2 && kids[k]; k++) {
+    if (tm_iceberg_type_is_primitive(kids[k]->type)) {
+      TM_TRY(push_leaf(w, kids[k], steps, depth, true, err));
+    } else {
+      TM_TRY(collect_leaves(w, kids[k]->type, steps, depth, true, err));
+    }
+  }
+  return TM_OK;
+}
+
 static int add_column(tm_iceberg_data_writer *w, const char *name, const tm_iceberg_type *it,
                       bool nullable, int32_t id, tm_error *err) {
   tm_type t;
@@ -160,6 +228,10 @@ static int add_column(tm_iceberg_data_writer *w, const char *name, const tm_iceb
     if (n != n_slots)
       return tm_error_set(err, TM_EINVALID, "column %s: %zu member ids for %zu members", name, n,
                           n_slots);
+    int steps[TM_NTYPE_MAX_DEPTH];
+    w->leaf_start[c] = w->n_leaves;
+    TM_TRY(collect_leaves(w, it, steps, 0, false, err));
+    w->leaf_n[c] = w->n_leaves - w->leaf_start[c];
   }
   TM_TRY(tm_schema_add(&w->out, name, t, nullable, id, err));
   w->types[c] = *it;
@@ -210,8 +282,10 @@ int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_ta
   size_t max_cols = schema->root->n_fields + 2 + w->o.n_equality_ids;
   w->types = tm_calloc(max_cols, sizeof *w->types);
   w->nested_ids = tm_calloc(max_cols, sizeof *w->nested_ids);
+  w->leaf_start = tm_calloc(max_cols, sizeof *w->leaf_start);
+  w->leaf_n = tm_calloc(max_cols, sizeof *w->leaf_n);
   w->max_cols = max_cols;
-  if (!w->types || !w->nested_ids) {
+  if (!w->types || !w->nested_ids || !w->leaf_start || !w->leaf_n) {
     rc = tm_error_nomem(err);
     goto done;
   }
@@ -329,25 +403,51 @@ static int keep_value(tm_value *dst, tm_buf *buf, const tm_value *v, tm_error *e
   return TM_OK;
 }
 
-static int accumulate(open_file *of, const tm_batch *b, tm_error *err) {
+/* Counts one value into a column's (or leaf's) metrics. */
+static int acc_value(col_acc *a, const tm_value *v, tm_error *err) {
+  if (v->is_null) {
+    a->nulls++;
+    return TM_OK;
+  }
+  if ((v->type == TM_TYPE_FLOAT32 || v->type == TM_TYPE_FLOAT64) && isnan(v->v.f)) {
+    a->nans++;
+    return TM_OK;
+  }
+  if (!a->has || tm_value_cmp(v, &a->min) < 0) TM_TRY(keep_value(&a->min, &a->min_buf, v, err));
+  if (!a->has || tm_value_cmp(v, &a->max) > 0) TM_TRY(keep_value(&a->max, &a->max_buf, v, err));
+  a->has = true;
+  return TM_OK;
+}
+
+static int accumulate(const tm_iceberg_data_writer *w, open_file *of, const tm_batch *b,
+                      tm_error *err) {
   for (size_t c = 0; c < b->schema.n_cols; c++) {
-    col_acc *a = &of->acc[c];
     tm_colview cv = tm_batch_col(b, c);
-    if (tm_type_is_nested(&cv.type)) continue; /* no metrics (see the top of the file) */
-    for (int64_t i = 0; i < b->n_rows; i++) {
-      tm_value v;
-      tm_colview_get(&cv, i, &v);
-      if (v.is_null) {
-        a->nulls++;
-        continue;
+    if (!tm_type_is_nested(&cv.type)) {
+      for (int64_t i = 0; i < b->n_rows; i++) {
+        tm_value v;
+        tm_colview_get(&cv, i, &v);
+        TM_TRY(acc_value(&of->acc[c], &v, err));
       }
-      if ((v.type == TM_TYPE_FLOAT32 || v.type == TM_TYPE_FLOAT64) && isnan(v.v.f)) {
-        a->nans++;
-        continue;
+      continue;
+    }
+    /* A nested column: its leaves reached through structs only, one value
+     * per row, NULL where an enclosing struct is. */
+    for (size_t k = w->leaf_start[c]; k < w->leaf_start[c] + w->leaf_n[c]; k++) {
+      const leaf_info *l = &w->leaves[k];
+      if (l->repeated) continue;
+      tm_colview chain[TM_NTYPE_MAX_DEPTH + 1];
+      chain[0] = cv;
+      for (size_t d = 0; d < l->depth; d++)
+        chain[d + 1] = tm_colview_child(&chain[d], (size_t)l->path[d]);
+      col_acc *a = &of->acc[w->out.n_cols + k];
+      for (int64_t i = 0; i < b->n_rows; i++) {
+        tm_value v;
+        tm_colview_get(&chain[l->depth], i, &v);
+        for (size_t d = 0; d < l->depth && !v.is_null; d++)
+          v.is_null = tm_colview_is_null(&chain[d], i);
+        TM_TRY(acc_value(a, &v, err));
       }
-      if (!a->has || tm_value_cmp(&v, &a->min) < 0) TM_TRY(keep_value(&a->min, &a->min_buf, &v, err));
-      if (!a->has || tm_value_cmp(&v, &a->max) > 0) TM_TRY(keep_value(&a->max, &a->max_buf, &v, err));
-      a->has = true;
     }
   }
   return TM_OK;
@@ -411,9 +511,18 @@ static int footer_metrics(tm_iceberg_data_writer *w, open_file *of, tm_iceberg_d
                           ? ci.dictionary_page_offset
                           : ci.data_page_offset;
       if (first < 0 || start < first) first = start;
+      /* The leaf's field id: the column's, or its nested member's. */
+      int32_t id = -1;
+      if (ci.field < w->out.n_cols && !w->nested_ids[ci.field]) {
+        id = w->out.cols[ci.field].field_id;
+      } else if (ci.field < w->out.n_cols) {
+        size_t first_leaf = tm_parquet_field_at(pf, ci.field)->first_leaf;
+        if (l >= first_leaf && l - first_leaf < w->leaf_n[ci.field])
+          id = w->leaves[w->leaf_start[ci.field] + (l - first_leaf)].id;
+      }
       tm_iceberg_col_stats *st = NULL;
-      for (size_t k = 0; ci.field < w->out.n_cols && k < d->n_stats; k++) {
-        if (d->stats[k].field_id == w->out.cols[ci.field].field_id) st = &d->stats[k];
+      for (size_t k = 0; id >= 0 && k < d->n_stats; k++) {
+        if (d->stats[k].field_id == id) st = &d->stats[k];
       }
       if (st && st->column_size >= 0) {
         st->column_size += ci.compressed_size;
@@ -490,22 +599,31 @@ static int close_file(tm_iceberg_data_writer *w, open_file *of, tm_error *err) {
   d->file_size = (int64_t)of->bytes.len;
   d->sort_order_id = -1;
   size_t nc = w->out.n_cols;
-  d->stats = tm_arena_calloc(&w->arena, nc ? nc : 1, sizeof *d->stats, err);
+  d->stats = tm_arena_calloc(&w->arena, nc + w->n_leaves ? nc + w->n_leaves : 1, sizeof *d->stats,
+                             err);
   if (!d->stats) return err->code;
   size_t ns = 0;
-  for (size_t c = 0; c < nc; c++) {
-    if (w->nested_ids[c]) continue; /* nested: no metrics (see the top of the file) */
+  for (size_t c = 0; c < nc + w->n_leaves; c++) {
+    /* Flat columns, then the nested columns' leaves (by their own ids). */
+    if (c < nc && w->nested_ids[c]) continue;
+    const leaf_info *l = c < nc ? NULL : &w->leaves[c - nc];
+    const tm_iceberg_type *ty = l ? l->type : &w->types[c];
     tm_iceberg_col_stats *s = &d->stats[ns++];
     col_acc *a = &of->acc[c];
-    s->field_id = w->out.cols[c].field_id;
+    s->field_id = l ? l->id : w->out.cols[c].field_id;
+    s->column_size = -1;
+    if (l && l->repeated) {
+      /* Column size only (see the top of the file). */
+      s->value_count = s->null_count = s->nan_count = -1;
+      continue;
+    }
     s->value_count = of->rows;
     s->null_count = a->nulls;
-    bool fl = w->types[c].id == TM_ICEBERG_FLOAT || w->types[c].id == TM_ICEBERG_DOUBLE;
+    bool fl = ty->id == TM_ICEBERG_FLOAT || ty->id == TM_ICEBERG_DOUBLE;
     s->nan_count = fl ? a->nans : -1;
-    s->column_size = -1;
     if (a->has) {
-      TM_TRY(bound_bytes(&w->arena, &w->types[c], &a->min, false, &s->lower, &s->has_lower, err));
-      TM_TRY(bound_bytes(&w->arena, &w->types[c], &a->max, true, &s->upper, &s->has_upper, err));
+      TM_TRY(bound_bytes(&w->arena, ty, &a->min, false, &s->lower, &s->has_lower, err));
+      TM_TRY(bound_bytes(&w->arena, ty, &a->max, true, &s->upper, &s->has_upper, err));
     }
   }
   d->n_stats = ns;
@@ -528,7 +646,8 @@ static int open_new(tm_iceberg_data_writer *w, const char *key, size_t key_len,
   if (!of) return tm_error_nomem(err);
   int rc;
   tm_buf_init(&of->bytes, (size_t)w->o.target_file_bytes * 4 + ((size_t)256 << 20));
-  of->acc = tm_calloc(w->out.n_cols ? w->out.n_cols : 1, sizeof *of->acc);
+  size_t n_acc = w->out.n_cols + w->n_leaves;
+  of->acc = tm_calloc(n_acc ? n_acc : 1, sizeof *of->acc);
   of->key = tm_strndup(key, key_len);
   size_t np = w->spec->n_fields;
   of->partition = tm_arena_calloc(&w->arena, np ? np : 1, sizeof *of->partition, err);
@@ -536,7 +655,7 @@ static int open_new(tm_iceberg_data_writer *w, const char *key, size_t key_len,
     rc = of->partition ? tm_error_nomem(err) : err->code;
     goto fail;
   }
-  for (size_t c = 0; c < w->out.n_cols; c++) {
+  for (size_t c = 0; c < n_acc; c++) {
     tm_buf_init(&of->acc[c].min_buf, (size_t)1 << 24);
     tm_buf_init(&of->acc[c].max_buf, (size_t)1 << 24);
   }
@@ -563,20 +682,20 @@ static int open_new(tm_iceberg_data_writer *w, const char *key, size_t key_len,
   *out = of;
   return TM_OK;
 fail:
-  free_open_file_accs(of, w->out.n_cols);
+  free_open_file_accs(of, w->out.n_cols + w->n_leaves);
   open_file_free(of);
   return rc;
 }
 
 static int append_rows(tm_iceberg_data_writer *w, open_file *of, const tm_batch *b,
                        tm_error *err) {
-  TM_TRY(accumulate(of, b, err));
+  TM_TRY(accumulate(w, of, b, err));
   TM_TRY(tm_parquet_writer_write(of->pw, b, err));
   of->rows += b->n_rows;
   if ((int64_t)of->bytes.len >= w->o.target_file_bytes) {
     tm_map_remove(&w->open, of->key, strlen(of->key));
     int rc = close_file(w, of, err);
-    free_open_file_accs(of, w->out.n_cols);
+    free_open_file_accs(of, w->out.n_cols + w->n_leaves);
     open_file_free(of);
     return rc;
   }
@@ -877,7 +996,7 @@ int tm_iceberg_data_writer_finish(tm_iceberg_data_writer *w, tm_error *err) {
   for (size_t i = 0; i < m; i++) {
     tm_map_remove(&w->open, files[i]->key, strlen(files[i]->key));
     if (rc == TM_OK) rc = close_file(w, files[i], err);
-    free_open_file_accs(files[i], w->out.n_cols);
+    free_open_file_accs(files[i], w->out.n_cols + w->n_leaves);
     open_file_free(files[i]);
   }
   tm_free(files);
@@ -895,11 +1014,14 @@ void tm_iceberg_data_writer_free(tm_iceberg_data_writer *w) {
   size_t pos = 0;
   const char *k;
   void *v;
-  while (tm_map_next(&w->open, &pos, &k, &v)) free_open_file_accs(v, w->out.n_cols);
+  while (tm_map_next(&w->open, &pos, &k, &v)) free_open_file_accs(v, w->out.n_cols + w->n_leaves);
   tm_map_dispose(&w->open, open_file_free);
   tm_schema_dispose(&w->out);
   for (size_t i = 0; w->nested_ids && i < w->max_cols; i++) tm_free(w->nested_ids[i]);
   tm_free(w->nested_ids);
+  tm_free(w->leaves);
+  tm_free(w->leaf_start);
+  tm_free(w->leaf_n);
   tm_free(w->types);
   tm_free(w->ptypes);
   tm_free(w->ppath);

@@ -170,14 +170,16 @@ typedef struct tm_iceberg_data_writer tm_iceberg_data_writer;
  * (tm_iceberg_data_writer_free).
  *
  * Nested columns (STRUCT, LIST, MAP at any depth; issue 16): an input
- * column whose layout equals the table's (tm_type_same_layout) is written
- * under the table's type (member names, requiredness), with the table's
- * field id on every member's Parquet element; another layout is TM_EINVALID
- * naming the column and both types, a NULL in a required member under a
- * present parent TM_EINVALID naming the member. Nested columns get no
- * metrics (Iceberg keys them by leaf ids; left out rather than
- * approximated). A partition source inside structs takes the member's
- * value, NULL when an enclosing struct is NULL.
+ * column of the table's shape (kinds and member counts all the way down) is
+ * written under the table's type (member names, requiredness; leaves of
+ * other types converted as flat columns are), with the table's field id on
+ * every member's Parquet element; another shape, or a leaf value that does
+ * not convert, is TM_EINVALID naming the column and both types, a NULL in a
+ * required member under a present parent TM_EINVALID naming the member.
+ * Metrics are keyed by leaf field ids: leaves reached through structs only
+ * get them all, leaves inside a list or map their column size only. A
+ * partition source inside structs takes the member's value, NULL when an
+ * enclosing struct is NULL.
  */
 int tm_iceberg_data_writer_new(tm_iceberg_data_writer **out, const tm_iceberg_table *t,
                                const tm_iceberg_data_writer_options *opts, tm_error *err)

@@ -873,8 +873,16 @@ static int nested_next(void *payload, tm_batch *out, tm_error *err) {
   return rc;
 }
 
-/* Checks every row of b against the generator; counts rows. */
-static void check_nested_rows(const tm_batch *b, const tm_value *part, int64_t *n) {
+/* What one file's rows imply for the metrics of payload.region and payload.id. */
+typedef struct leaf_expect {
+  int64_t region_nulls, pid_nulls, pid_min, pid_max;
+  bool has_pid;
+} leaf_expect;
+
+/* Checks every row of b against the generator; counts rows, and into e
+ * (may be NULL) what the leaves' metrics should say. */
+static void check_nested_rows(const tm_batch *b, const tm_value *part, int64_t *n,
+                              leaf_expect *e) {
   tm_colview id = tm_batch_col(b, 0), p = tm_batch_col(b, 1);
   TM_ASSERT_INT_EQ(p.type.id, TM_TYPE_STRUCT);
   /* The table's member names, not the input's. */
@@ -886,6 +894,15 @@ static void check_nested_rows(const tm_batch *b, const tm_value *part, int64_t *
   for (int64_t r = 0; r < b->n_rows; r++) {
     int64_t i = tm_colview_int(&id, r);
     (*n)++;
+    if (e) {
+      /* A member is NULL where it or the enclosing struct is. */
+      bool has_pid = row_payload(i) && i % 11 != 0;
+      e->region_nulls += !(row_payload(i) && row_region(i, false));
+      e->pid_nulls += !has_pid;
+      if (has_pid && (!e->has_pid || row_pid(i) < e->pid_min)) e->pid_min = row_pid(i);
+      if (has_pid && (!e->has_pid || row_pid(i) > e->pid_max)) e->pid_max = row_pid(i);
+      e->has_pid = e->has_pid || has_pid;
+    }
     TM_ASSERT_INT_EQ(!tm_colview_is_null(&p, r), row_payload(i));
     bool has_region = row_payload(i) && row_region(i, false);
     if (part) {
@@ -952,9 +969,6 @@ TM_TEST(iceberg_ops_nested_columns_round_trip) {
   int64_t n = 0;
   for (size_t k = 0; k < sc->n_tasks; k++) {
     const tm_iceberg_data_file *f = sc->tasks[k].file;
-    /* Metrics: the flat id (51) only; none for the nested column or its members. */
-    for (size_t s = 0; s < f->n_stats; s++) TM_ASSERT_INT_EQ(f->stats[s].field_id, 51);
-    TM_ASSERT_INT_EQ(f->n_stats, 1);
     /* The Parquet file carries the table's id on every member. */
     char *real = NULL;
     TM_ASSERT_OK(tm_iceberg_table_resolve(t, f->path, &real, &err), &err);
@@ -984,12 +998,54 @@ TM_TEST(iceberg_ops_nested_columns_round_trip) {
     tm_batch b;
     tm_batch_init(&b);
     int rc;
+    leaf_expect e = {0, 0, 0, 0, false};
+    int64_t n_file = 0;
     while ((rc = tm_iceberg_rows_next(r, &b, &err)) == TM_OK) {
-      check_nested_rows(&b, f->partition, &n);
+      check_nested_rows(&b, f->partition, &n_file, &e);
       tm_batch_release(&b);
     }
     TM_ASSERT_RC(rc, TM_ITEROVER);
     tm_iceberg_rows_free(r);
+    n += n_file;
+    TM_ASSERT_INT_EQ(n_file, f->record_count);
+    /* Metrics by the leaves' ids: id (51), payload.region (50) and
+     * payload.id (53) in full; the list element (55) its size only; none
+     * for the struct (52) or the list (54). */
+    TM_ASSERT_INT_EQ(f->n_stats, 4);
+    for (size_t q = 0; q < f->n_stats; q++) {
+      const tm_iceberg_col_stats *st = &f->stats[q];
+      TM_ASSERT_MSG(st->column_size > 0, "column size of %d", (int)st->field_id);
+      if (st->field_id == 55) {
+        TM_ASSERT(st->value_count < 0 && st->null_count < 0 && !st->has_lower && !st->has_upper);
+        continue;
+      }
+      TM_ASSERT_INT_EQ(st->value_count, f->record_count);
+      if (st->field_id == 50) {
+        TM_ASSERT_INT_EQ(st->null_count, e.region_nulls);
+        TM_ASSERT_INT_EQ(st->has_lower, !f->partition[0].is_null);
+        if (st->has_lower) {
+          TM_ASSERT_INT_EQ(st->lower.len, 2);
+          TM_ASSERT(memcmp(st->lower.ptr, f->partition[0].v.s.ptr, 2) == 0);
+          TM_ASSERT(memcmp(st->upper.ptr, f->partition[0].v.s.ptr, 2) == 0);
+        }
+      } else if (st->field_id == 53) {
+        TM_ASSERT_INT_EQ(st->null_count, e.pid_nulls);
+        TM_ASSERT_INT_EQ(st->has_lower, e.has_pid);
+        if (e.has_pid) {
+          TM_ASSERT_INT_EQ(st->lower.len, 8);
+          int64_t lo = 0, hi = 0;
+          for (int byte = 7; byte >= 0; byte--) {
+            lo = (int64_t)((uint64_t)lo << 8 | (uint8_t)st->lower.ptr[byte]);
+            hi = (int64_t)((uint64_t)hi << 8 | (uint8_t)st->upper.ptr[byte]);
+          }
+          TM_ASSERT_INT_EQ(lo, e.pid_min);
+          TM_ASSERT_INT_EQ(hi, e.pid_max);
+        }
+      } else {
+        TM_ASSERT_INT_EQ(st->field_id, 51);
+        TM_ASSERT_INT_EQ(st->null_count, 0);
+      }
+    }
   }
   TM_ASSERT_INT_EQ(n, 200);
   tm_iceberg_scan_free(sc);
@@ -1014,7 +1070,7 @@ TM_TEST(iceberg_ops_nested_columns_round_trip) {
   int rc;
   n = 0;
   while ((rc = tm_iceberg_rows_next(r, &b, &err)) == TM_OK) {
-    check_nested_rows(&b, NULL, &n);
+    check_nested_rows(&b, NULL, &n, NULL);
     tm_colview id = tm_batch_col(&b, 0);
     for (int64_t i = 0; i < b.n_rows; i++) TM_ASSERT(tm_colview_int(&id, i) < 150);
     tm_batch_release(&b);
