@@ -135,30 +135,40 @@ static int kind_error(const char *col, const tm_type *from, const tm_type *to, t
                       "column '%s': the data file holds %s where the table has %s", col, a, b);
 }
 
-static int shape_of(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_field *fld,
-                    const tm_type *to, const tm_type *from, const int32_t *ids, size_t off,
-                    bool by_name, const char *col, int depth, tm_error *err);
+/* What building a shape needs besides the types. */
+typedef struct shape_ctx {
+  tm_arena *a;
+  const int32_t *ids;
+  bool by_name;
+  tm_iceberg__missing_fn missing;
+  void *payload;
+  const char *col;
+} shape_ctx;
 
-/* A struct member the file lacks: its initial-default, else NULL (every row). */
-static void missing_member(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_field *fld,
+static int shape_of(const shape_ctx *c, tm_iceberg__shape *sh, const tm_iceberg_field *fld,
+                    const tm_type *to, const tm_type *from, size_t off, int depth, tm_error *err);
+
+/* A struct member the file lacks: the reader's value for it (its identity
+ * partition value, its initial-default), else NULL, in every row. */
+static void missing_member(const shape_ctx *c, tm_iceberg__shape *sh, const tm_iceberg_field *fld,
                            const tm_type *to) {
   sh->to = *to;
   sh->src = -1;
-  if (tm_type_is_nested(to) || !tm_iceberg__default_value(a, fld, to, &sh->dflt)) {
-    memset(&sh->dflt, 0, sizeof sh->dflt);
-    sh->dflt.type = to->id;
-    sh->dflt.is_null = true;
-  }
+  memset(&sh->dflt, 0, sizeof sh->dflt);
+  sh->dflt.type = to->id;
+  sh->dflt.is_null = true;
+  if (!tm_type_is_nested(to) && c->missing) c->missing(c->payload, fld, to, &sh->dflt);
 }
 
-static int struct_shape(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_type *it,
-                        const tm_type *to, const tm_type *from, const int32_t *ids, size_t off,
-                        bool by_name, const char *col, int depth, tm_error *err) {
+static int struct_shape(const shape_ctx *c, tm_iceberg__shape *sh, const tm_iceberg_type *it,
+                        const tm_type *to, const tm_type *from, size_t off, int depth,
+                        tm_error *err) {
   const tm_ntype *tn = to->nested, *fn = from->nested;
   if (it->id != TM_ICEBERG_STRUCT || it->n_fields != tn->n)
-    return tm_error_set(err, TM_EINVALID, "column '%s': the type does not match the schema", col);
+    return tm_error_set(err, TM_EINVALID, "column '%s': the type does not match the schema",
+                        c->col);
   sh->n_kids = tn->n;
-  sh->kids = tm_arena_calloc(a, tn->n, sizeof *sh->kids, err);
+  sh->kids = tm_arena_calloc(c->a, tn->n, sizeof *sh->kids, err);
   if (!sh->kids) return err->code;
   bool copy = tn->n == fn->n;
   for (size_t k = 0; k < tn->n; k++) {
@@ -167,19 +177,18 @@ static int struct_shape(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_typ
     size_t hit_off = 0;
     for (size_t j = 0; j < fn->n && hit < 0; j++) {
       size_t slot = member_slot(from, off, j);
-      bool same = by_name ? strcmp(fn->name[j], m->name) == 0 : ids[slot] == m->id;
+      bool same = c->by_name ? strcmp(fn->name[j], m->name) == 0 : c->ids[slot] == m->id;
       if (same) {
         hit = (int)j;
         hit_off = slot + 1;
       }
     }
     if (hit < 0) {
-      missing_member(a, &sh->kids[k], m, &tn->child[k]);
+      missing_member(c, &sh->kids[k], m, &tn->child[k]);
       copy = false;
       continue;
     }
-    TM_TRY(shape_of(a, &sh->kids[k], m, &tn->child[k], &fn->child[hit], ids, hit_off, by_name,
-                    col, depth + 1, err));
+    TM_TRY(shape_of(c, &sh->kids[k], m, &tn->child[k], &fn->child[hit], hit_off, depth + 1, err));
     sh->kids[k].src = hit;
     copy = copy && hit == (int)k && sh->kids[k].copy;
   }
@@ -189,9 +198,10 @@ static int struct_shape(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_typ
 
 /* The shape of one member: fld (the table's field; its type it) read from the
  * file's member of type from whose subtree's id slots start at ids + off. */
-static int shape_of(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_field *fld,
-                    const tm_type *to, const tm_type *from, const int32_t *ids, size_t off,
-                    bool by_name, const char *col, int depth, tm_error *err) {
+static int shape_of(const shape_ctx *c, tm_iceberg__shape *sh, const tm_iceberg_field *fld,
+                    const tm_type *to, const tm_type *from, size_t off, int depth, tm_error *err) {
+  const char *col = c->col;
+  tm_arena *a = c->a;
   if (depth > TM_NTYPE_MAX_DEPTH)
     return tm_error_set(err, TM_EUNSUPPORTED, "column '%s': nested too deep", col);
   sh->to = *to;
@@ -214,14 +224,14 @@ static int shape_of(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_field *
   }
   const tm_iceberg_type *it = fld->type;
   if (to->id == TM_TYPE_STRUCT)
-    return struct_shape(a, sh, it, to, from, ids, off, by_name, col, depth, err);
+    return struct_shape(c, sh, it, to, from, off, depth, err);
   sh->kids = tm_arena_calloc(a, 1, sizeof *sh->kids, err);
   if (!sh->kids) return err->code;
   sh->n_kids = 1;
   if (to->id == TM_TYPE_LIST) {
     if (it->id != TM_ICEBERG_LIST) return kind_error(col, from, to, err);
-    TM_TRY(shape_of(a, &sh->kids[0], it->element, &to->nested->child[0], &from->nested->child[0],
-                    ids, off + 1, by_name, col, depth + 1, err));
+    TM_TRY(shape_of(c, &sh->kids[0], it->element, &to->nested->child[0], &from->nested->child[0],
+                    off + 1, depth + 1, err));
     sh->copy = sh->kids[0].copy;
     return TM_OK;
   }
@@ -234,10 +244,10 @@ static int shape_of(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_field *
   if (!e->kids) return err->code;
   e->n_kids = 2;
   size_t value_off = off + 1 + tm_type_id_slots(&fe->nested->child[0]) + 1;
-  TM_TRY(shape_of(a, &e->kids[0], it->key, &te->nested->child[0], &fe->nested->child[0], ids,
-                  off + 1, by_name, col, depth + 1, err));
-  TM_TRY(shape_of(a, &e->kids[1], it->value, &te->nested->child[1], &fe->nested->child[1], ids,
-                  value_off, by_name, col, depth + 1, err));
+  TM_TRY(shape_of(c, &e->kids[0], it->key, &te->nested->child[0], &fe->nested->child[0], off + 1,
+                  depth + 1, err));
+  TM_TRY(shape_of(c, &e->kids[1], it->value, &te->nested->child[1], &fe->nested->child[1],
+                  value_off, depth + 1, err));
   e->kids[1].src = 1;
   e->copy = e->kids[0].copy && e->kids[1].copy;
   sh->copy = e->copy;
@@ -246,11 +256,13 @@ static int shape_of(tm_arena *a, tm_iceberg__shape *sh, const tm_iceberg_field *
 
 int tm_iceberg__shape_new(tm_arena *a, const tm_iceberg_field *fld, const tm_type *to,
                           const tm_type *from, const int32_t *ids, bool by_name,
+                          tm_iceberg__missing_fn missing, void *payload,
                           tm_iceberg__shape **out, tm_error *err) {
   *out = NULL;
   tm_iceberg__shape *sh = tm_arena_calloc(a, 1, sizeof *sh, err);
   if (!sh) return err->code;
-  TM_TRY(shape_of(a, sh, fld, to, from, ids, 0, by_name, fld->name, 0, err));
+  shape_ctx c = {a, ids, by_name, missing, payload, fld->name};
+  TM_TRY(shape_of(&c, sh, fld, to, from, 0, 0, err));
   if (!sh->copy) *out = sh;
   return TM_OK;
 }

@@ -113,10 +113,16 @@ int tm_iceberg__convert_column(const tm_colview *src, const tm_type *to, int64_t
 typedef struct tm_iceberg__shape tm_iceberg__shape;
 /* The shape reading the file's column (type from) as table field fld (its
  * native type to), allocated in a; *out NULL when the file's column is the
- * table's as it is (take its arrays). TM_EUNSUPPORTED naming the column when
+ * table's as it is (take its arrays). A primitive member the file lacks reads
+ * missing(payload, ...) in every row. TM_EUNSUPPORTED naming the column when
  * a member's kind or type does not convert. */
+/* The value a data file gives a member it lacks (its identity partition
+ * value, its initial-default, or NULL), as a value of type to (read.c). */
+typedef void (*tm_iceberg__missing_fn)(void *payload, const tm_iceberg_field *fld,
+                                       const tm_type *to, tm_value *out);
 int tm_iceberg__shape_new(tm_arena *a, const tm_iceberg_field *fld, const tm_type *to,
                           const tm_type *from, const int32_t *ids, bool by_name,
+                          tm_iceberg__missing_fn missing, void *payload,
                           tm_iceberg__shape **out, tm_error *err) TM_WARN_UNUSED;
 /* n rows of src (the file's column) as a new array of the table's type. */
 int tm_iceberg__shape_apply(const tm_iceberg__shape *sh, const tm_colview *src, int64_t n,

@@ -737,8 +737,21 @@ static void missing_value(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_d
  * file's member ids; a file without them goes through the name mapping, else
  * by names.
  */
-static int nested_shape(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_field *fld, size_t fi,
-                        bool has_ids, size_t j, tm_error *err) {
+typedef struct missing_ctx {
+  tm_iceberg_rows *r;
+  file_state *fs;
+  const tm_iceberg_data_file *f;
+} missing_ctx;
+
+static void missing_member(void *payload, const tm_iceberg_field *fld, const tm_type *to,
+                           tm_value *out) {
+  missing_ctx *m = payload;
+  missing_value(m->r, m->fs, m->f, fld, to, out);
+}
+
+static int nested_shape(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_data_file *f,
+                        const tm_iceberg_field *fld, size_t fi, bool has_ids, size_t j,
+                        tm_error *err) {
   tm_type to, from;
   bool nullable;
   tm_error terr;
@@ -766,8 +779,9 @@ static int nested_shape(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_fie
                                  ids);
     any = true;
   }
-  return tm_iceberg__shape_new(&fs->arena, fld, &to, &from, ids, !any && n > 0, &fs->shapes[j],
-                               err);
+  missing_ctx mc = {r, fs, f};
+  return tm_iceberg__shape_new(&fs->arena, fld, &to, &from, ids, !any && n > 0, missing_member, &mc,
+                               &fs->shapes[j], err);
 }
 
 /* Index of Parquet field fi in the projection (added when new). */
@@ -918,7 +932,7 @@ static int open_task(tm_iceberg_rows *r, const task *tk, file_state **out, tm_er
       int fi = file_field(r->m, fs->pf, ids, fld->id, fld->name);
       const tm_parquet_field *pfld = fi >= 0 ? tm_parquet_field_at(fs->pf, (size_t)fi) : NULL;
       if (pfld && pfld->nested) {
-        TM_CHECK(nested_shape(r, fs, fld, (size_t)fi, ids, j, err));
+        TM_CHECK(nested_shape(r, fs, f, fld, (size_t)fi, ids, j, err));
         fs->out_src[j] = proj_index(fs, (size_t)fi); /* native, or JSON text (types.c) */
         if (fs->shapes[j]) fs->native[fs->out_src[j]] = true; /* reshaped from native arrays */
         continue;
