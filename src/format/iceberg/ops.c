@@ -788,8 +788,9 @@ int tm_iceberg_upsert_files(tm_iceberg_table *t, const char *const *paths, size_
     if (!keyed) {
       const tm_iceberg_field *f = tm_iceberg_schema_find_id(schema, spec->fields[i].source_id);
       rc = tm_error_set(err, TM_EINVALID,
-                        "upsert: partition source column %s must be one of the --equality columns",
-                        f ? f->name : spec->fields[i].name);
+                        "upsert: partition source column %s (of partition field %s) must be one "
+                        "of the --equality columns",
+                        f ? f->name : "?", spec->fields[i].name);
       goto done;
     }
   }
