@@ -247,6 +247,18 @@ int tm_iceberg_update_schema(tm_iceberg_table *t, const char *schema_json, tm_er
                       gone ? gone->name : "?", spec->fields[i].name);
     goto done;
   }
+  for (size_t i = 0; i < m->n_sort_orders; i++) {
+    const tm_iceberg_sort_order *so = &m->sort_orders[i];
+    if (so->order_id != m->default_sort_order_id) continue;
+    for (size_t k = 0; k < so->n_fields; k++) {
+      if (schema_has(&parsed, so->fields[k].source_id)) continue;
+      const tm_iceberg_field *gone = tm_iceberg_schema_find_id(cur, so->fields[k].source_id);
+      rc = tm_error_set(err, TM_EINVALID,
+                        "field '%s' cannot be dropped: the table's sort order sorts by it",
+                        gone ? gone->name : "?");
+      goto done;
+    }
+  }
   json_t *ident = json_array();
   if (!ident) {
     rc = tm_error_nomem(err);

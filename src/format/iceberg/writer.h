@@ -88,8 +88,9 @@ int tm_iceberg_partition_text_to_json(const char *text, const tm_iceberg_schema 
  * lacks, a type change Iceberg does not allow (int -> long, float -> double,
  * decimal(P,S) -> decimal(P2,S) with P2 >= P; a struct, list or map keeps its
  * kind), optional -> required, a new required field without an
- * "initial-default", dropping a source of the default partition spec or an
- * identifier field. TM_ECONFLICT when a concurrent commit won.
+ * "initial-default", dropping a source of the default partition spec, of the
+ * default sort order or an identifier field. TM_ECONFLICT when a concurrent
+ * commit won.
  */
 int tm_iceberg_update_schema(tm_iceberg_table *t, const char *schema_json, tm_error *err)
     TM_WARN_UNUSED;

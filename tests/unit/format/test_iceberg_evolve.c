@@ -473,3 +473,46 @@ TM_TEST(iceberg_nested_member_missing_from_a_file_reads_its_partition_value) {
                         "2|{\"a\":2,\"region\":\"eu\",\"e\":42}");
   tm_free(got);
 }
+
+/* A sort order on a struct member (written by another engine) is kept through tidemark's
+ * commits and schema changes, and the table reads; tidemark's own data files say they are
+ * unsorted (sort_order_id 0), which is true of them. */
+TM_TEST(iceberg_sort_order_on_a_struct_member_is_kept) {
+  tm_error err;
+  const char *root = make_table("sorted");
+  char meta[700];
+  snprintf(meta, sizeof meta, "%s/metadata/v1.metadata.json", root);
+  json_error_t jerr;
+  json_t *m = json_load_file(meta, 0, &jerr);
+  TM_ASSERT(m != NULL);
+  json_array_append_new(json_object_get(m, "sort-orders"),
+                        json_pack("{s:i, s:[{s:s, s:i, s:s, s:s}]}", "order-id", 1, "fields",
+                                  "transform", "identity", "source-id", 3, "direction", "desc",
+                                  "null-order", "nulls-last"));
+  json_object_set_new(m, "default-sort-order-id", json_integer(1));
+  TM_ASSERT(json_dump_file(m, meta, 0) == 0);
+  json_decref(m);
+  append_file(root, "f1", k_rows_v1, true);
+  TM_ASSERT_OK(update(root, k_v2, &err), &err);
+  char *got = NULL;
+  TM_ASSERT_OK(read_all(root, false, &got, &err), &err);
+  TM_ASSERT_CONTAINS(got, "0|{\"c\":0.5,\"alpha\":0,\"d\":null}");
+  tm_free(got);
+  snprintf(meta, sizeof meta, "%s/metadata/v3.metadata.json", root);
+  m = json_load_file(meta, 0, &jerr);
+  TM_ASSERT(m != NULL);
+  TM_ASSERT_INT_EQ(json_integer_value(json_object_get(m, "default-sort-order-id")), 1);
+  json_t *order = json_array_get(json_object_get(m, "sort-orders"), 1);
+  json_t *field = json_array_get(json_object_get(order, "fields"), 0);
+  TM_ASSERT_INT_EQ(json_integer_value(json_object_get(field, "source-id")), 3);
+  TM_ASSERT_STR_EQ(json_string_value(json_object_get(field, "direction")), "desc");
+  json_decref(m);
+  /* Its source cannot be dropped. */
+  TM_ASSERT_RC(update(root, "[{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": "
+                            "\"long\"}, {\"id\": 2, \"name\": \"p\", \"type\": {\"type\": "
+                            "\"struct\", \"fields\": [{\"id\": 5, \"name\": \"c\", \"type\": "
+                            "\"double\"}]}}]",
+                      &err),
+               TM_EINVALID);
+  TM_ASSERT_CONTAINS(err.message, "field 'alpha' cannot be dropped: the table's sort order sorts by it");
+}
