@@ -1,11 +1,13 @@
 /*
  * fuzz_parquet_footer.c - libFuzzer target: a whole Parquet file from memory
  * (format layer). Exercises the magic and footer checks, the Thrift decoder,
- * the schema walk, statistics and a bounded scan of every flat column.
+ * the schema walk, nested fields' types and member ids, statistics and a
+ * bounded scan of every flat column.
  * Seeds: fuzz/corpora/fuzz_parquet_footer/ (small files written by DuckDB
  * and by tidemark's writer; see fuzz/corpora/README.md).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "format/parquet/parquet.h"
@@ -34,6 +36,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       tm_parquet_chunk_info ci;
       if (tm_parquet_chunk_info_at(f, g, l, &ci, &err) < 0) continue;
     }
+  }
+  /* Nested fields: their native type and their members' field ids (a hostile schema tree
+   * must give exactly one id per member, never more). */
+  for (size_t i = 0; i < nf && i < 256; i++) {
+    if (!tm_parquet_field_at(f, i)->nested) continue;
+    tm_type t;
+    bool nullable;
+    if (tm_parquet_nested_type(f, i, &t, &nullable, &err) != TM_OK) continue;
+    size_t slots = tm_type_id_slots(&t);
+    int32_t *ids = tm_calloc(slots + 1, sizeof *ids);
+    if (!ids) continue;
+    ids[slots] = INT32_MIN; /* a guard: the ids fill slots entries, not one more */
+    if (tm_parquet_nested_ids(f, i, &t, ids, &err) != TM_OK || ids[slots] != INT32_MIN) abort();
+    tm_free(ids);
   }
   tm_schema schema;
   tm_schema_init(&schema);
