@@ -730,13 +730,7 @@ static void missing_value(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_d
   }
 }
 
-/*
- * How Parquet field fi gives nested output column j (table field fld): the
- * file's arrays as they are, or fs->shapes[j] when the table's members have
- * changed since the file was written (issue 16). Members are matched by the
- * file's member ids; a file without them goes through the name mapping, else
- * by names.
- */
+/* What missing_value needs, for a struct member a data file lacks (convert.c). */
 typedef struct missing_ctx {
   tm_iceberg_rows *r;
   file_state *fs;
@@ -749,6 +743,13 @@ static void missing_member(void *payload, const tm_iceberg_field *fld, const tm_
   missing_value(m->r, m->fs, m->f, fld, to, out);
 }
 
+/*
+ * How Parquet field fi gives nested output column j (table field fld): the
+ * file's arrays as they are, or fs->shapes[j] when the table's members have
+ * changed since the file was written (issue 16). Members are matched by the
+ * file's member ids; a file without them goes through the name mapping, else
+ * by names.
+ */
 static int nested_shape(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_data_file *f,
                         const tm_iceberg_field *fld, size_t fi, bool has_ids, size_t j,
                         tm_error *err) {
@@ -767,6 +768,7 @@ static int nested_shape(tm_iceberg_rows *r, file_state *fs, const tm_iceberg_dat
   size_t n = tm_type_id_slots(&from);
   int32_t *ids = tm_arena_calloc(&fs->arena, n ? n : 1, sizeof *ids, err);
   if (!ids) return err->code;
+  for (size_t i = 0; i < n; i++) ids[i] = -1; /* no id until one is found */
   bool any = false;
   if (has_ids) {
     TM_TRY(tm_parquet_nested_ids(fs->pf, fi, &from, ids, err));
