@@ -191,20 +191,8 @@ int tm_iceberg_update_schema(tm_iceberg_table *t, const char *schema_json, tm_er
   const tm_iceberg_metadata *m = tm_iceberg_table_metadata(t);
   const tm_iceberg_schema *cur = tm_iceberg_metadata_current_schema(m);
   if (!cur) return tm_error_set(err, TM_EINVALID, "the table has no current schema");
-  json_error_t jerr;
-  json_t *j = json_loads(schema_json, 0, &jerr), *s = NULL, *root = NULL;
-  if (!j) return tm_error_set(err, TM_EINVALID, "schema is not valid JSON: %s", jerr.text);
-  if (json_is_array(j)) {
-    s = json_pack("{s:s, s:o}", "type", "struct", "fields", j);
-  } else if (json_is_object(j) && json_is_array(json_object_get(j, "fields"))) {
-    s = j;
-    json_object_set_new(s, "type", json_string("struct"));
-  } else {
-    json_decref(j);
-    return tm_error_set(err, TM_EINVALID,
-                        "schema JSON must be a list of fields or an object with \"fields\"");
-  }
-  if (!s) return tm_error_nomem(err);
+  json_t *s = NULL, *root = NULL;
+  TM_TRY(tm_iceberg__schema_json(schema_json, &s, err));
   tm_arena a;
   tm_arena_init(&a, EVOLVE_ARENA);
   evolve_ctx c = {cur, m->last_column_id, NULL, 0, 0, err};

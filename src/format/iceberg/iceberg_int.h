@@ -141,6 +141,9 @@ bool tm_iceberg__default_value(tm_arena *a, const tm_iceberg_field *f, const tm_
 
 /* ---- writing (writer.c, manifest_write.c) ---------------------------------- */
 
+/* Schema JSON text (a list of fields, or an object with "fields") as a
+ * struct type object in *out (a new reference); TM_EINVALID otherwise. */
+int tm_iceberg__schema_json(const char *text, json_t **out, tm_error *err) TM_WARN_UNUSED;
 /* Assigns missing ids in a schema JSON type tree (struct "id", list
  * "element-id", map "key-id"/"value-id") from *next, depth first, and the
  * missing "required" flags (false); tracks the highest id in *max_id. */

@@ -345,24 +345,30 @@ static json_t *iceberg_type_json(const tm_type *t, int depth, const tm_type **ba
   return fields ? json_pack("{s:s, s:o}", "type", "struct", "fields", fields) : NULL;
 }
 
+int tm_iceberg__schema_json(const char *text, json_t **out, tm_error *err) {
+  json_error_t jerr;
+  json_t *j = json_loads(text, 0, &jerr);
+  *out = NULL;
+  if (!j) return tm_error_set(err, TM_EINVALID, "schema is not valid JSON: %s", jerr.text);
+  if (json_is_array(j)) {
+    *out = json_pack("{s:s, s:o}", "type", "struct", "fields", j);
+  } else if (json_is_object(j) && json_is_array(json_object_get(j, "fields"))) {
+    *out = j;
+    json_object_set_new(j, "type", json_string("struct"));
+  } else {
+    json_decref(j);
+    return tm_error_set(err, TM_EINVALID,
+                        "schema JSON must be a list of fields or an object with \"fields\"");
+  }
+  return *out ? TM_OK : tm_error_nomem(err);
+}
+
 /* The schema JSON for a new table, ids assigned, in *out (new reference). */
 static int build_schema(const tm_iceberg_create_options *opts, int32_t schema_id,
                         int32_t first_id, json_t **out, int32_t *last_column_id, tm_error *err) {
   json_t *s = NULL;
   if (opts->schema_json) {
-    json_error_t jerr;
-    json_t *j = json_loads(opts->schema_json, 0, &jerr);
-    if (!j) return tm_error_set(err, TM_EINVALID, "schema is not valid JSON: %s", jerr.text);
-    if (json_is_array(j)) {
-      s = json_pack("{s:s, s:o}", "type", "struct", "fields", j);
-    } else if (json_is_object(j) && json_is_array(json_object_get(j, "fields"))) {
-      s = j;
-      json_object_set_new(s, "type", json_string("struct"));
-    } else {
-      json_decref(j);
-      return tm_error_set(err, TM_EINVALID,
-                          "schema JSON must be a list of fields or an object with \"fields\"");
-    }
+    TM_TRY(tm_iceberg__schema_json(opts->schema_json, &s, err));
   } else if (opts->schema) {
     json_t *fields = json_array();
     s = json_pack("{s:s, s:o}", "type", "struct", "fields", fields);

@@ -479,31 +479,36 @@ void tm_parquet_scan_get_stats(const tm_parquet_scan *s, tm_parquet_scan_stats *
 
 const tm_schema *tm_parquet_scan_schema(const tm_parquet_scan *s) { return &s->schema; }
 
-int tm_parquet_nested_type(const tm_parquet_file *f, size_t i, tm_type *out, bool *nullable,
-                           tm_error *err) {
+/* The node tree of nested field i (the caller frees *out); errors name the
+ * file and the column. */
+static int nested_tree(const tm_parquet_file *f, size_t i, tm_pq_ntree **out, tm_error *err) {
+  *out = NULL;
   if (i >= f->n_fields || !f->fields[i].nested)
     return tm_error_set(err, TM_EINVALID, "%s: field %zu is not nested", f->name, i);
   const tm_parquet_field *fd = &f->fields[i];
-  tm_pq_ntree *t = NULL;
-  int rc = tm_parquet__ntree_new(&t, &f->meta.schema[fd->elem], f->meta.n_schema - fd->elem,
+  int rc = tm_parquet__ntree_new(out, &f->meta.schema[fd->elem], f->meta.n_schema - fd->elem,
                                  f->int96_unit, err);
-  if (rc == TM_OK) rc = tm_parquet__ntree_type(t, out, nullable, err);
   if (rc < 0) tm_error_prefix(err, "%s: column '%s'", f->name, fd->name);
+  return rc;
+}
+
+int tm_parquet_nested_type(const tm_parquet_file *f, size_t i, tm_type *out, bool *nullable,
+                           tm_error *err) {
+  tm_pq_ntree *t = NULL;
+  TM_TRY(nested_tree(f, i, &t, err));
+  int rc = tm_parquet__ntree_type(t, out, nullable, err);
+  if (rc < 0) tm_error_prefix(err, "%s: column '%s'", f->name, f->fields[i].name);
   tm_parquet__ntree_free(t);
   return rc;
 }
 
 int tm_parquet_nested_ids(const tm_parquet_file *f, size_t i, const tm_type *type, int32_t *ids,
                           tm_error *err) {
-  if (i >= f->n_fields || !f->fields[i].nested)
-    return tm_error_set(err, TM_EINVALID, "%s: field %zu is not nested", f->name, i);
-  const tm_parquet_field *fd = &f->fields[i];
   tm_pq_ntree *t = NULL;
-  int rc = tm_parquet__ntree_new(&t, &f->meta.schema[fd->elem], f->meta.n_schema - fd->elem,
-                                 f->int96_unit, err);
+  int rc = nested_tree(f, i, &t, err);
   if (rc == TM_OK && tm_parquet__ntree_ids(t, ids, tm_type_id_slots(type)) < 0)
     rc = tm_error_set(err, TM_EINVALID, "%s: column '%s' is not of the type given", f->name,
-                      fd->name);
+                      f->fields[i].name);
   tm_parquet__ntree_free(t);
   return rc;
 }

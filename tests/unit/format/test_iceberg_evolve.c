@@ -273,7 +273,7 @@ static const char *k_want =
     "2|{\"c\":2.5,\"alpha\":2,\"d\":null}|[{\"x\":2,\"z\":null}]|"
     "{\"k2\":{\"vv\":2,\"w\":null}}";
 
-TM_TEST(iceberg_nested_members_read_by_id_across_schema_changes) {
+TM_TEST(B14_iceberg_nested_members_read_by_id_across_schema_changes) {
   tm_error err;
   const char *root = make_table("evolved");
   append_file(root, "f1", k_rows_v1, true);
