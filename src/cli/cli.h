@@ -61,6 +61,12 @@ bool tm_cli_refresh_full(const tm_cli_cmd *cmd, const tm_cli_args *args);
 /** Prints "tidemark CMD: message" to stderr and returns TM_EXIT_USAGE. */
 int tm_cli_usage_error(const tm_cli_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/**
+ * Runs one command line (argv[0] the program, argv[1] the command) and
+ * returns its exit code: what tidemark-core's main does after its process
+ * set-up. Output goes to stdout and stderr.
+ */
+int tm_cli_main(int argc, char **argv);
 /** The process's command line, as main() got it (the no-op stamp's key, noop.h). */
 void tm_cli_set_argv(int argc, char **argv);
 int tm_cli_argc(void);

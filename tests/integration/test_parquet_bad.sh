@@ -6,4 +6,4 @@
 # fail with "page CRC mismatch" under --verify-crc.
 source "$(dirname "$0")/lib.sh"
 require_shared "$TESTDATA/parquet/bad"
-TM_BIN=$TM_BIN TM_TESTDATA=$TESTDATA node "$TM_SOURCE_DIR/tests/node/parquet-difftest.mjs" bad
+TM_BUILD_DIR=${TM_BUILD_DIR:-$TM_SOURCE_DIR/build/dev} TM_BIN=$TM_BIN TM_TESTDATA=$TESTDATA node "$TM_SOURCE_DIR/tests/node/parquet-difftest.mjs" bad

@@ -17,7 +17,7 @@
 //
 // Usage: node parquet-difftest.mjs corpus|bad [--markdown]
 // Environment: TM_BIN (tidemark binary), TM_TESTDATA (../shared/testdata).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -98,9 +98,91 @@ function listAll(dir) {
   return out;
 }
 
-function tm(args) {
+// The real binary, one process per command line.
+function tmProcess(args) {
   const r = spawnSync(bin, args, { encoding: 'utf8', maxBuffer: 1 << 28, timeout: 60000 });
   return { code: r.status, signal: r.signal, out: r.stdout || '', err: r.stderr || '' };
+}
+
+// Every command line through one process: tests/tools/cli_batch.c runs each through
+// tidemark-core's own dispatch (tm_cli_main). Under the sanitizers a process start and
+// its leak check at exit cost more than most reads of the corpus; the batch's leaks are
+// reported when it exits (checked at the end), and a sanitizer error stops it, which
+// fails the file that caused it (its report read from the batch's stderr file) and
+// starts a new batch for the next. A few files are run both ways and must agree.
+const batchBin = process.env.TM_BUILD_DIR && join(process.env.TM_BUILD_DIR, 'cli_batch');
+if (!batchBin || !existsSync(batchBin)) {
+  console.error(`parquet-difftest: no cli_batch in TM_BUILD_DIR (${process.env.TM_BUILD_DIR})`);
+  process.exit(2);
+}
+const batchDir = mkdtempSync(join(tmpdir(), 'tm-pqbatch-'));
+let batch = null;
+let batchFailures = 0;
+
+function startBatch() {
+  const child = spawn(batchBin, [batchDir], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const b = { child, buf: '', waiting: null, exited: null, stderr: '' };
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => {
+    b.buf += d;
+    const nl = b.buf.indexOf('\n');
+    if (nl >= 0 && b.waiting) {
+      const line = b.buf.slice(0, nl);
+      b.buf = b.buf.slice(nl + 1);
+      const w = b.waiting;
+      b.waiting = null;
+      w.resolve(line);
+    }
+  });
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (d) => { b.stderr += d; });
+  b.done = new Promise((resolve) => child.on('close', (code, signal) => {
+    b.exited = { code, signal };
+    if (b.waiting) { const w = b.waiting; b.waiting = null; w.reject(new Error('exited')); }
+    resolve(b.exited);
+  }));
+  return b;
+}
+
+async function tm(args) {
+  if (args.some((a) => /[\t\n]/.test(a))) throw new Error(`argument with a tab or newline: ${args}`);
+  if (!batch) batch = startBatch();
+  const b = batch;
+  const reply = new Promise((resolve, reject) => { b.waiting = { resolve, reject }; });
+  const timer = setTimeout(() => b.child.kill('SIGKILL'), 60000);
+  b.child.stdin.write(args.join('\t') + '\n');
+  try {
+    const line = await reply;
+    const m = /^exit (\d+)$/.exec(line);
+    if (!m) throw new Error(`cli_batch: ${line}`);
+    return { code: Number(m[1]), signal: null, out: readFileSync(join(batchDir, 'out'), 'utf8'),
+             err: readFileSync(join(batchDir, 'err'), 'utf8') };
+  } catch (e) {
+    await b.done;
+    batch = null;
+    batchFailures++;
+    const err = existsSync(join(batchDir, 'err')) ? readFileSync(join(batchDir, 'err'), 'utf8') : '';
+    return { code: b.exited.code, signal: b.exited.signal || 'batch stopped', out: '', err: err + b.stderr };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function endBatch() {
+  if (!batch) return true;
+  batch.child.stdin.end();
+  const { code, signal } = await batch.done;
+  if (code === 0 && !signal) return true;
+  console.log(`FAIL cli_batch exited with ${signal || code} (a leak report or a sanitizer error):\n${batch.stderr.slice(0, 4000)}`);
+  return false;
+}
+
+// The same command line through the batch and the real binary: the same exit code, output and message.
+async function sameAsBinary(args) {
+  const a = await tm(args), p = tmProcess(args);
+  if (a.code === p.code && a.out === p.out && a.err === p.err) return null;
+  return `batch and binary differ on ${args.join(' ')}: exit ${a.code}/${p.code}, ` +
+    `stdout ${a.out === p.out ? 'same' : 'differs'}, stderr [${a.err.trim().slice(0, 200)}] / [${p.err.trim().slice(0, 200)}]`;
 }
 
 // Cells of a CSV written by tm_out (RFC 4180).
@@ -154,8 +236,8 @@ function compareJson(ours, jsonPath) {
   return null;
 }
 
-function flatColumns(file) {
-  const r = tm(['parquet', 'schema', '--format', 'csv', file]);
+async function flatColumns(file) {
+  const r = await tm(['parquet', 'schema', '--format', 'csv', file]);
   if (r.code !== 0) throw new Error(`schema failed: ${r.err.trim()}`);
   // Since e677932 `parquet schema` prints a nested column's whole type (list<..>,
   // struct<..>, map<..>) with an empty note, as it prints a flat one: flat means
@@ -191,14 +273,14 @@ async function corpusFile(file) {
     : /\/generated-[^/]*$/.test(file) ? 'generated/' + file.replace(/^.*\//, '')
     : file.replace(/^.*\/fuzz\//, 'fuzz/');
   const sp = SPECIAL[rel] || {};
-  const full = tm(['parquet', 'cat', file]);
+  const full = await tm(['parquet', 'cat', file]);
   if (!noSanitizer(full)) return report(rel, false, 'sanitizer report or signal', full.err.slice(0, 300));
 
   if (sp.error) {
     if (full.code === 0 || !full.err.includes(sp.error) || !full.err.includes(file))
       return report(rel, false, `expected error "${sp.error}"`, full.err.trim().slice(0, 300));
     const args = ['parquet', 'cat', '--int96', sp.int96, '--limit', String(sp.limit), file];
-    const ours = tm(args);
+    const ours = await tm(args);
     const d = await duck(file, null, sp.limit, sp.duckFrom);
     if (ours.code !== 0 || d.error || ours.out !== d.csv)
       return report(rel, false, sp.why, ours.code !== 0 ? ours.err.trim() : d.error || firstDiff(ours.out, d.csv));
@@ -209,9 +291,9 @@ async function corpusFile(file) {
   if (full.code !== 0 && !nested) return report(rel, false, 'tidemark failed', full.err.trim().slice(0, 300));
   if (nested) {
     if (!full.err.includes(file)) return report(rel, false, 'nested error does not name the file', full.err.trim());
-    const flat = flatColumns(file);
+    const flat = await flatColumns(file);
     if (flat.length === 0) return report(rel, true, `refused: unsupported nested column ${nested[1]} (no flat columns)`);
-    const ours = tm(['parquet', 'cat', '--columns', flat.join(','), file]);
+    const ours = await tm(['parquet', 'cat', '--columns', flat.join(','), file]);
     const d = await duck(file, flat);
     if (ours.code !== 0) return report(rel, false, 'flat columns failed', ours.err.trim());
     if (d.error) return report(rel, false, 'DuckDB failed on the flat columns', d.error);
@@ -227,7 +309,7 @@ async function corpusFile(file) {
   const checks = [];
   let ours = full.out;
   if (sp.ourColumns) {
-    const r = tm(['parquet', 'cat', '--columns', sp.ourColumns.join(','), file]);
+    const r = await tm(['parquet', 'cat', '--columns', sp.ourColumns.join(','), file]);
     if (r.code !== 0) return report(rel, false, 'projection failed', r.err.trim());
     ours = r.out;
   }
@@ -245,14 +327,14 @@ async function corpusFile(file) {
     checks.push('BYTE_STREAM_SPLIT columns = PLAIN columns');
   }
   if (sp.twin) {
-    const t = tm(['parquet', 'cat', join(root, sp.twin)]);
+    const t = await tm(['parquet', 'cat', join(root, sp.twin)]);
     const d = await duck(join(root, sp.twin));
     if (d.error) return report(rel, false, `DuckDB cannot read the twin ${sp.twin}`, d.error);
     if (t.out !== d.csv) return report(rel, false, `twin ${sp.twin} differs from DuckDB`, firstDiff(t.out, d.csv));
     if (ours !== d.csv) return report(rel, false, `differs from DuckDB on the twin ${sp.twin}`, firstDiff(ours, d.csv));
     checks.push(`= DuckDB(${sp.twin})`);
   } else if (sp.duckColumns) {
-    const r = tm(['parquet', 'cat', '--columns', sp.duckColumns.join(','), file]);
+    const r = await tm(['parquet', 'cat', '--columns', sp.duckColumns.join(','), file]);
     const d = await duck(file, sp.duckColumns);
     if (d.error) return report(rel, false, 'DuckDB failed on the chosen columns', d.error);
     if (r.out !== d.csv) return report(rel, false, 'differs from DuckDB', firstDiff(r.out, d.csv));
@@ -272,10 +354,10 @@ const CRC_ONLY = new Set(['bad/parquet-testing/datapage_v1-corrupt-checksum.parq
 
 async function badFile(file) {
   const rel = relative(root, file);
-  const r = tm(['parquet', 'cat', file]);
+  const r = await tm(['parquet', 'cat', file]);
   if (!noSanitizer(r)) return report(rel, false, 'sanitizer report, signal or timeout', (r.err || String(r.signal)).slice(0, 400));
   if (CRC_ONLY.has(rel)) {
-    const v = tm(['parquet', 'cat', '--verify-crc', file]);
+    const v = await tm(['parquet', 'cat', '--verify-crc', file]);
     if (r.code !== 0) return report(rel, false, 'CRC-only corruption must read without --verify-crc', r.err.trim());
     if (v.code === 0 || !v.err.includes('page CRC mismatch') || !v.err.includes(file))
       return report(rel, false, 'expected "page CRC mismatch" with --verify-crc', v.err.trim());
@@ -296,9 +378,9 @@ async function badFile(file) {
   if (nested) {
     // Also decode the flat columns: the corruption may be there.
     let flat = [];
-    try { flat = flatColumns(file); } catch (e) { /* schema refused: fine */ }
+    try { flat = await flatColumns(file); } catch (e) { /* schema refused: fine */ }
     if (flat.length) {
-      const f = tm(['parquet', 'cat', '--columns', flat.join(','), file]);
+      const f = await tm(['parquet', 'cat', '--columns', flat.join(','), file]);
       if (!noSanitizer(f)) return report(rel, false, 'sanitizer report on flat columns', f.err.slice(0, 400));
       if (f.code !== 0 && !f.err.includes(file)) return report(rel, false, 'flat-column error does not name the file', f.err.trim());
       const fm = f.code === 0 ? 'flat columns read' : 'flat columns: ' + f.err.trim().split('\n')[0].slice(msg.indexOf(file) + file.length + 2);
@@ -346,6 +428,21 @@ if (mode === 'corpus') {
   const files = [...listAll(join(root, 'bad')), ...listAll(join(root, 'encrypted'))];
   for (const f of files) await badFile(f);
 }
+
+// The batch answers as the real binary: a clean read, an error, a read with options.
+const probes = mode === 'corpus'
+  ? [['parquet', 'cat', join(root, 'alltypes_plain.parquet')],
+     ['parquet', 'cat', join(root, 'int96_from_spark.parquet')],
+     ['parquet', 'schema', '--format', 'csv', join(root, 'alltypes_plain.parquet')],
+     ['parquet', 'cat', '--columns', 'id,bool_col', '--limit', '3', join(root, 'alltypes_plain.parquet')]]
+  : listAll(join(root, 'bad')).slice(0, 4).map((f) => ['parquet', 'cat', f]);
+for (const args of probes) {
+  const diff = await sameAsBinary(args);
+  report(`batch = binary: ${args.slice(1).join(' ').replace(root + '/', '')}`, !diff, diff || 'same exit code, output and message');
+}
+if (!(await endBatch())) failures++;
+if (batchFailures) console.log(`(${batchFailures} batch process(es) stopped on a file and were restarted)`);
+rmSync(batchDir, { recursive: true, force: true });
 
 if (markdown) {
   console.log('\n| file | result |\n|---|---|');
