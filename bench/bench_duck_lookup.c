@@ -7,10 +7,18 @@
  *
  * Usage: bench_duck_lookup --db FILE --table NAME --max-id N [--threads T] [--seconds S]
  *                          [--duckdb-threads D]  (DuckDB's own threads setting; default: its own)
+ *                          [--mode query|prepared|fixed]
+ * Modes (where a lookup's time goes, PGWIRE.md "Measured"):
+ *   query     (default) the text with the key written in, parsed, planned and run each time
+ *   prepared  one prepared statement `... WHERE id = $1`, the key bound each time: DuckDB
+ *             binds and plans it again at each execution (a parameter in a table filter)
+ *   fixed     one prepared statement with one key written in, run again and again: the
+ *             execution alone, with the plan DuckDB keeps
  * Prints: threads  queries  queries/s  p50 ms  p99 ms  rows/query
  */
 #include <duckdb.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +40,7 @@ typedef struct worker {
   double *lat_ms; /* owned */
   size_t n, cap;
   long long rows;
+  const char *mode;
 } worker;
 
 static void *run(void *arg) {
@@ -39,12 +48,26 @@ static void *run(void *arg) {
   duckdb_connection c;
   if (duckdb_connect(w->db, &c) == DuckDBError) die("connect", "");
   char sql[512];
+  duckdb_prepared_statement ps = NULL;
+  bool query = !strcmp(w->mode, "query");
+  if (!query) {
+    if (!strcmp(w->mode, "prepared"))
+      snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE id = $1", w->table);
+    else
+      snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE id = %lld", w->table, w->max_id / 2);
+    if (duckdb_prepare(c, sql, &ps) == DuckDBError) die(sql, duckdb_prepare_error(ps));
+  }
   while (tm_monotonic_ns() < w->deadline_ns) {
     long long id = (long long)(rand_r(&w->seed) % (unsigned)(w->max_id + 1));
-    snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE id = %lld", w->table, id);
     int64_t t0 = tm_monotonic_ns();
     duckdb_result r;
-    if (duckdb_query(c, sql, &r) == DuckDBError) die(sql, duckdb_result_error(&r));
+    if (query) {
+      snprintf(sql, sizeof sql, "SELECT * FROM %s WHERE id = %lld", w->table, id);
+      if (duckdb_query(c, sql, &r) == DuckDBError) die(sql, duckdb_result_error(&r));
+    } else {
+      if (duckdb_nparams(ps) && duckdb_bind_int64(ps, 1, id) == DuckDBError) die("bind", "");
+      if (duckdb_execute_prepared(ps, &r) == DuckDBError) die(sql, duckdb_result_error(&r));
+    }
     w->rows += (long long)duckdb_row_count(&r);
     duckdb_destroy_result(&r);
     if (w->n == w->cap) {
@@ -54,6 +77,7 @@ static void *run(void *arg) {
     }
     w->lat_ms[w->n++] = (double)(tm_monotonic_ns() - t0) / 1e6;
   }
+  if (ps) duckdb_destroy_prepare(&ps);
   duckdb_disconnect(&c);
   return NULL;
 }
@@ -67,7 +91,7 @@ int main(int argc, char **argv) {
   const char *path = NULL, *table = NULL;
   long long max_id = -1;
   int threads = 1, seconds = 5;
-  const char *duck_threads = NULL;
+  const char *duck_threads = NULL, *mode = "query";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--db")) path = argv[i + 1];
     else if (!strcmp(argv[i], "--table")) table = argv[i + 1];
@@ -75,8 +99,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--duckdb-threads")) duck_threads = argv[i + 1];
+    else if (!strcmp(argv[i], "--mode")) mode = argv[i + 1];
     else die("unknown option", argv[i]);
   }
+  if (strcmp(mode, "query") && strcmp(mode, "prepared") && strcmp(mode, "fixed")) die("mode", mode);
   if (!path || !table || max_id < 0 || threads < 1 || threads > 256 || seconds < 1)
     die("usage", "--db FILE --table NAME --max-id N [--threads T] [--seconds S]");
   duckdb_database db;
@@ -93,7 +119,7 @@ int main(int argc, char **argv) {
   int64_t deadline = tm_monotonic_ns() + (int64_t)seconds * 1000000000;
   for (int i = 0; i < threads; i++) {
     w[i] = (worker){.db = db, .table = table, .max_id = max_id, .deadline_ns = deadline,
-                    .seed = 7919u * (unsigned)(i + 1)};
+                    .seed = 7919u * (unsigned)(i + 1), .mode = mode};
     if (pthread_create(&tids[i], NULL, run, &w[i]) != 0) die("thread", "");
   }
   size_t total = 0;
