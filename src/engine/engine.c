@@ -746,3 +746,50 @@ size_t tm_engine_hidden_columns(const tm_schema *s) {
   }
   return n;
 }
+
+/* ---- statement shares (engine_int.h) ------------------------------------------------- */
+
+int tm_engine__share_take(tm_engine_shares *l, uint64_t query, tm_engine_share **out,
+                          tm_error *err) {
+  pthread_mutex_lock(l->mu);
+  for (tm_engine_share *sh = l->head; sh; sh = sh->next)
+    if (sh->query == query) {
+      sh->refs++;
+      pthread_mutex_unlock(l->mu);
+      *out = sh;
+      return TM_OK;
+    }
+  pthread_mutex_unlock(l->mu);
+  tm_engine_share *sh = tm_calloc(1, sizeof *sh);
+  if (!sh) return tm_error_nomem(err);
+  int rc = l->begin(l->backend, &sh->conn, err);
+  if (rc < 0) {
+    tm_free(sh);
+    return rc;
+  }
+  pthread_mutex_init(&sh->mu, NULL);
+  sh->query = query;
+  sh->refs = 1;
+  pthread_mutex_lock(l->mu);
+  sh->next = l->head;
+  l->head = sh;
+  pthread_mutex_unlock(l->mu);
+  *out = sh;
+  return TM_OK;
+}
+
+void tm_engine__share_put(tm_engine_shares *l, tm_engine_share *sh) {
+  pthread_mutex_lock(l->mu);
+  bool last = --sh->refs == 0;
+  if (last)
+    for (tm_engine_share **pp = &l->head; *pp; pp = &(*pp)->next)
+      if (*pp == sh) {
+        *pp = sh->next;
+        break;
+      }
+  pthread_mutex_unlock(l->mu);
+  if (!last) return;
+  l->end(l->backend, sh->conn);
+  pthread_mutex_destroy(&sh->mu);
+  tm_free(sh);
+}

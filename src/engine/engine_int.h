@@ -133,6 +133,39 @@ int tm_engine__quote_ident(tm_buf *b, const char *name, tm_error *err) TM_WARN_U
 /** Appends s as a single-quoted SQL string literal. */
 int tm_engine__quote_string(tm_buf *b, const char *s, size_t len, tm_error *err) TM_WARN_UNUSED;
 
+/* ---- statement shares of the scan-provider engines (sqlite, postgres; C5) ---
+ *
+ * Every scan of one DuckDB statement over an engine that serves DuckDB
+ * through tm_scan binds with the statement's query id; the scans share one
+ * read transaction on one of the engine's connections, so that the
+ * statement sees one committed state. The first bind of a query takes the
+ * share (begin: a pooled connection inside its read transaction), the last
+ * unbind ends it (end). DuckDB may run the scans on different threads: the
+ * share's mu serializes their commands on the connection.
+ */
+typedef struct tm_engine_share {
+  uint64_t query;
+  void *conn;             /* the backend's connection (sqlite3 *, PGconn *), inside its read */
+  pthread_mutex_t mu;     /* one command at a time on conn */
+  int refs;               /* bound handles; under the list's mutex */
+  struct tm_engine_share *next;
+} tm_engine_share;
+
+/* A backend's list of shares and what begins and ends a share's read. */
+typedef struct tm_engine_shares {
+  pthread_mutex_t *mu;    /* borrowed: the backend's mutex, which guards head */
+  tm_engine_share *head;
+  int (*begin)(void *backend, void **conn, tm_error *err); /* on failure: no conn left open */
+  void (*end)(void *backend, void *conn);
+  void *backend;          /* borrowed: the begin/end argument */
+} tm_engine_shares;
+
+/* The share of query (a reference), begun when it has none yet. */
+int tm_engine__share_take(tm_engine_shares *l, uint64_t query, tm_engine_share **out,
+                          tm_error *err) TM_WARN_UNUSED;
+/* Drops a reference; the last ends the share's read and frees it. */
+void tm_engine__share_put(tm_engine_shares *l, tm_engine_share *sh);
+
 /* ---- time column ordering (SPEC A8, C3) --------------------------------- */
 
 /** The time format implied by a column type when the config gives none. */

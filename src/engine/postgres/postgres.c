@@ -57,8 +57,6 @@
 /* The advisory lock that serializes tidemark's DDL (creating the shared tables). */
 #define DDL_LOCK_KEY 0x746964656d61726bLL /* "tidemark" */
 
-typedef struct pg_share pg_share;
-
 typedef struct pg_engine {
   tm_engine base;
   tm_kv params;           /* owned: the connection params */
@@ -77,9 +75,12 @@ typedef struct pg_engine {
   size_t n_pool;
   int open_reads;         /* read connections in existence (idle or in use) */
   int pool_max;           /* connection_pool_size */
-  pg_share *shares;
+  tm_engine_shares shares; /* the read transactions of running statements (head under mu) */
   uint64_t cursor_seq;    /* atomic: cursor names */
 } pg_engine;
+
+static int share_begin(void *backend, void **conn, tm_error *err);
+static void share_end(void *backend, void *conn);
 
 typedef struct pg_txn {
   tm_engine_txn base;
@@ -535,6 +536,7 @@ static int pg_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
   if (!e) return tm_error_nomem(err);
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);
+  e->shares = (tm_engine_shares){.mu = &e->mu, .begin = share_begin, .end = share_end, .backend = e};
   tm_kv_init(&e->params);
   if (schema) {
     TM_CHECK(nested_flags(schema, &want_jsonb, err));
@@ -1549,73 +1551,30 @@ static void pg_scan_free(tm_engine_scan *scb) { scan_free((pg_scan *)scb); }
 
 /* ---- the tm_scan provider: SQL over the table ------------------------------------------
  *
- * The scans of one DuckDB statement share one read transaction (C5): the
- * first bind of a query takes a pooled connection and begins it, the last
- * unbind commits it. DuckDB may run the scans on different threads: the
- * share's mutex serializes their commands on the one connection.
+ * The scans of one DuckDB statement share one read transaction (C5): a
+ * tm_engine_share (engine_int.h) whose connection is a pooled PGconn inside
+ * read_begin's REPEATABLE READ transaction.
  */
-
-struct pg_share {
-  uint64_t query;
-  PGconn *conn;
-  pthread_mutex_t mu;
-  int refs;               /* under the engine's mu */
-  pg_share *next;
-};
 
 typedef struct pg_handle {
   tm_engine *engine;      /* one reference */
-  pg_share *share;
+  tm_engine_share *share; /* conn: a PGconn */
 } pg_handle;
 
 typedef struct pg_cursor {
   tm_engine_scan *scan;
-  pg_share *share;
+  tm_engine_share *share; /* borrowed from the handle */
 } pg_cursor;
 
-static int share_take(pg_engine *e, uint64_t query, pg_share **out, tm_error *err) {
-  pthread_mutex_lock(&e->mu);
-  for (pg_share *sh = e->shares; sh; sh = sh->next)
-    if (sh->query == query) {
-      sh->refs++;
-      pthread_mutex_unlock(&e->mu);
-      *out = sh;
-      return TM_OK;
-    }
-  pthread_mutex_unlock(&e->mu);
-  pg_share *sh = tm_calloc(1, sizeof *sh);
-  if (!sh) return tm_error_nomem(err);
-  int rc = read_begin(e, &sh->conn, err);
-  if (rc < 0) {
-    tm_free(sh);
-    return rc;
-  }
-  pthread_mutex_init(&sh->mu, NULL);
-  sh->query = query;
-  sh->refs = 1;
-  pthread_mutex_lock(&e->mu);
-  sh->next = e->shares;
-  e->shares = sh;
-  pthread_mutex_unlock(&e->mu);
-  *out = sh;
+/* A share's read (tm_engine_shares): a pooled connection inside read_begin's transaction. */
+static int share_begin(void *backend, void **conn, tm_error *err) {
+  PGconn *c = NULL;
+  TM_TRY(read_begin(backend, &c, err));
+  *conn = c;
   return TM_OK;
 }
 
-static void share_put(pg_engine *e, pg_share *sh) {
-  pthread_mutex_lock(&e->mu);
-  bool last = --sh->refs == 0;
-  if (last)
-    for (pg_share **pp = &e->shares; *pp; pp = &(*pp)->next)
-      if (*pp == sh) {
-        *pp = sh->next;
-        break;
-      }
-  pthread_mutex_unlock(&e->mu);
-  if (!last) return;
-  read_end(e, sh->conn);
-  pthread_mutex_destroy(&sh->mu);
-  tm_free(sh);
-}
+static void share_end(void *backend, void *conn) { read_end(backend, conn); }
 
 static int prov_bind(void *payload, uint64_t query, void **handle, tm_schema *out, tm_error *err) {
   pg_engine *e = payload;
@@ -1624,7 +1583,7 @@ static int prov_bind(void *payload, uint64_t query, void **handle, tm_schema *ou
   pg_handle *h = tm_calloc(1, sizeof *h);
   int rc = h ? TM_OK : tm_error_nomem(err);
   if (rc == TM_OK) rc = tm_schema_copy(out, &e->base.schema, err);
-  if (rc == TM_OK) rc = share_take(e, query, &h->share, err);
+  if (rc == TM_OK) rc = tm_engine__share_take(&e->shares, query, &h->share, err);
   if (rc < 0) {
     tm_free(h);
     tm_engine_release(ref);
@@ -1671,7 +1630,7 @@ static void prov_close(void *cursor) {
 
 static void prov_unbind(void *handle) {
   pg_handle *h = handle;
-  share_put(pg_of(h->engine), h->share);
+  tm_engine__share_put(&pg_of(h->engine)->shares, h->share);
   tm_engine_release(h->engine);
   tm_free(h);
 }

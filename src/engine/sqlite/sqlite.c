@@ -57,7 +57,7 @@ typedef struct sq_engine {
   char *provider;       /* owned: the tm_scan relation name, once registered */
   char *provider_w;     /* owned: the same through the writer's transaction (delete_where) */
   bool pending;         /* a replacement (B9): the first commit swaps the new table in */
-  struct sq_share *shares; /* the read transactions of running statements; under mu */
+  tm_engine_shares shares; /* the read transactions of running statements (head under mu) */
   char *table_q;        /* owned: the dataset's quoted table name */
   char *new_q;          /* owned: the quoted name of a full refresh's new table */
   char *index_q;        /* owned: quoted name of the time-column index */
@@ -67,6 +67,9 @@ typedef struct sq_engine {
   sqlite3 *pool[POOL_MAX]; /* idle read connections */
   size_t n_pool;
 } sq_engine;
+
+static int share_begin(void *backend, void **conn, tm_error *err);
+static void share_end(void *backend, void *conn);
 
 typedef struct sq_txn {
   tm_engine_txn base;
@@ -603,6 +606,7 @@ static int sq_open(tm_engine **out, const tm_schema *schema, const tm_engine_opt
     return tm_error_nomem(err);
   }
   pthread_mutex_init(&e->mu, NULL);
+  e->shares = (tm_engine_shares){.mu = &e->mu, .begin = share_begin, .end = share_end, .backend = e};
   e->scratch = opts->mode == TM_ENGINE_MEMORY;
   if (e->scratch) {
     if (scratch_path(&e->file, opts->dataset) < 0) {
@@ -1458,77 +1462,37 @@ static int sq_size_bytes(tm_engine *base, uint64_t *out, tm_error *err) {
  * Every scan of this table within one DuckDB statement (a self-join reads it
  * twice) shares one SQLite read transaction, so the statement sees one
  * committed state (C5): the scans of a statement bind with the same query
- * id, and the first binds a share (a pooled connection inside its read
- * transaction) that the last unbind ends. DuckDB may run the scans on
- * different threads: the share's mutex serializes their steps on the one
- * connection.
+ * id, and the first binds a share (tm_engine_share, engine_int.h: a pooled
+ * connection inside its read transaction) that the last unbind ends.
  */
-
-typedef struct sq_share {
-  uint64_t query;
-  sqlite3 *db;            /* a pooled connection inside its read transaction */
-  pthread_mutex_t mu;     /* one step at a time on db */
-  int refs;               /* bound handles; under the engine's mu */
-  struct sq_share *next;
-} sq_share;
 
 typedef struct sq_handle {
   tm_engine *engine;      /* one reference */
-  sq_share *share;        /* NULL for the writer's provider */
+  tm_engine_share *share; /* NULL for the writer's provider */
 } sq_handle;
 
 typedef struct sq_cursor {
   tm_engine_scan *scan;   /* owned */
-  sq_share *share;        /* borrowed from the handle, or NULL */
+  tm_engine_share *share; /* borrowed from the handle, or NULL */
 } sq_cursor;
 
-static int share_take(sq_engine *e, uint64_t query, sq_share **out, tm_error *err) {
-  pthread_mutex_lock(&e->mu);
-  for (sq_share *sh = e->shares; sh; sh = sh->next)
-    if (sh->query == query) {
-      sh->refs++;
-      pthread_mutex_unlock(&e->mu);
-      *out = sh;
-      return TM_OK;
-    }
-  pthread_mutex_unlock(&e->mu);
-  sq_share *sh = tm_calloc(1, sizeof *sh);
-  if (!sh) return tm_error_nomem(err);
-  int rc = read_begin(e, &sh->db, err);
-  /* The first read starts the read transaction: its state is the statement's. */
+/* A share's read (tm_engine_shares.begin): a pooled connection inside its read transaction,
+ * started by its first read (the state the statement sees). */
+static int share_begin(void *backend, void **conn, tm_error *err) {
+  sq_engine *e = backend;
+  sqlite3 *db = NULL;
+  TM_TRY(read_begin(e, &db, err));
   int64_t rows;
-  if (rc == TM_OK && !e->pending) rc = read_count(sh->db, &rows, e->file, err);
+  int rc = e->pending ? TM_OK : read_count(db, &rows, e->file, err);
   if (rc < 0) {
-    if (sh->db) read_end(e, sh->db);
-    tm_free(sh);
+    read_end(e, db);
     return rc;
   }
-  pthread_mutex_init(&sh->mu, NULL);
-  sh->query = query;
-  sh->refs = 1;
-  pthread_mutex_lock(&e->mu);
-  sh->next = e->shares;
-  e->shares = sh;
-  pthread_mutex_unlock(&e->mu);
-  *out = sh;
+  *conn = db;
   return TM_OK;
 }
 
-static void share_put(sq_engine *e, sq_share *sh) {
-  pthread_mutex_lock(&e->mu);
-  bool last = --sh->refs == 0;
-  if (last)
-    for (sq_share **pp = &e->shares; *pp; pp = &(*pp)->next)
-      if (*pp == sh) {
-        *pp = sh->next;
-        break;
-      }
-  pthread_mutex_unlock(&e->mu);
-  if (!last) return;
-  read_end(e, sh->db);
-  pthread_mutex_destroy(&sh->mu);
-  tm_free(sh);
-}
+static void share_end(void *backend, void *conn) { read_end(backend, conn); }
 
 static int bind_handle(sq_engine *e, uint64_t query, bool writer, void **handle, tm_schema *out,
                        tm_error *err) {
@@ -1538,7 +1502,7 @@ static int bind_handle(sq_engine *e, uint64_t query, bool writer, void **handle,
   int rc = h ? TM_OK : tm_error_nomem(err);
   if (rc == TM_OK) rc = tm_schema_copy(out, &e->base.schema, err);
   if (rc == TM_OK) rc = tm_schema_add(out, ROWID_COLUMN, tm_type_of(TM_TYPE_INT64), false, -1, err);
-  if (rc == TM_OK && !writer) rc = share_take(e, query, &h->share, err);
+  if (rc == TM_OK && !writer) rc = tm_engine__share_take(&e->shares, query, &h->share, err);
   if (rc < 0) {
     tm_free(h);
     tm_engine_release(ref);
@@ -1567,7 +1531,7 @@ static int prov_open(void *handle, const size_t *cols, size_t n_cols, const tm_p
   int rc;
   if (h->share) {
     pthread_mutex_lock(&h->share->mu);
-    rc = scan_open(h->engine, h->share->db, cols, n_cols, pred, &c->scan, err);
+    rc = scan_open(h->engine, h->share->conn, cols, n_cols, pred, &c->scan, err);
     pthread_mutex_unlock(&h->share->mu);
   } else {
     rc = scan_open(h->engine, sq_of(h->engine)->db, cols, n_cols, pred, &c->scan, err);
@@ -1605,7 +1569,7 @@ static void prov_close(void *cursor) {
 
 static void prov_unbind(void *handle) {
   sq_handle *h = handle;
-  if (h->share) share_put(sq_of(h->engine), h->share);
+  if (h->share) tm_engine__share_put(&sq_of(h->engine)->shares, h->share);
   tm_engine_release(h->engine);
   tm_free(h);
 }
