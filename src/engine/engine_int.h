@@ -160,7 +160,9 @@ typedef struct tm_engine_shares {
   void *backend;          /* borrowed: the begin/end argument */
 } tm_engine_shares;
 
-/* The share of query (a reference), begun when it has none yet. */
+/* The share of query (a reference), begun when it has none yet. Two first binds
+ * of one query at once would begin two shares: DuckDB binds a statement's scans
+ * on the thread that plans it, one after another. */
 int tm_engine__share_take(tm_engine_shares *l, uint64_t query, tm_engine_share **out,
                           tm_error *err) TM_WARN_UNUSED;
 /* Drops a reference; the last ends the share's read and frees it. */

@@ -158,6 +158,7 @@ async function tm(args) {
     return { code: Number(m[1]), signal: null, out: readFileSync(join(batchDir, 'out'), 'utf8'),
              err: readFileSync(join(batchDir, 'err'), 'utf8') };
   } catch (e) {
+    if (!b.exited) b.child.kill('SIGKILL'); /* a reply it should not give: do not wait for it */
     await b.done;
     batch = null;
     batchFailures++;
