@@ -87,7 +87,9 @@ static int64_t next_scheduled(tm_runtime *rt, const tm_acceleration_def *acc, in
   if (!acc->refresh_cron) return TM_RT_NEVER;
   int64_t wall = tm_now_ms(), fire = 0;
   if (tm_cron_next(&acc->cron, wall / 1000, &fire) != TM_OK) return TM_RT_NEVER;
-  int64_t next = now + jittered(rt, fire * 1000 - wall, jitter);
+  /* + 1: now and wall are whole milliseconds, cut down; without it the wake-up can come up to
+   * a millisecond before the cron second (a refresh seen starting at 45.999 for 46). */
+  int64_t next = now + 1 + jittered(rt, fire * 1000 - wall, jitter);
   return next > now ? next : now;
 }
 
