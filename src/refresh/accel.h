@@ -74,6 +74,17 @@ typedef struct tm_refresh_request {
    */
   int (*restore)(void *restore_arg, tm_error *err);
   void *restore_arg;
+  /*
+   * The refresh took a damaged engine out of the acceleration (SPEC D5):
+   * tm_accel_engine answers NULL from now on. unpublished(unpublished_arg)
+   * then drops what the caller holds of the old engine (the runtime: its SQL
+   * table), so that the engine closes and its files are released before
+   * they are removed and replaced; an engine still open would keep the old
+   * files attached. Called on the refreshing thread, without locks held.
+   * May be NULL.
+   */
+  void (*unpublished)(void *unpublished_arg);
+  void *unpublished_arg;
 } tm_refresh_request;
 
 #define TM_REFRESH_REQUEST_VERSION 1

@@ -681,6 +681,22 @@ static void clear_damage(tm_accel *a) {
 }
 
 /*
+ * The damaged engine leaves the acceleration (D5): queries and the next
+ * refresh no longer get it, and the caller's own references go
+ * (req->unpublished), so that it closes before its files are removed.
+ */
+static void take_out_damaged(tm_accel *a, const tm_refresh_request *req) {
+  pthread_mutex_lock(&a->state_lock);
+  tm_engine *old = a->engine;
+  a->engine = NULL;
+  a->ready = false;
+  a->damaged = true;
+  pthread_mutex_unlock(&a->state_lock);
+  tm_engine_release(old);
+  if (req->unpublished) req->unpublished(req->unpublished_arg);
+}
+
+/*
  * Verifies the acceleration when a query met damage (tm_accel_suspect), then
  * refreshes. When the stored acceleration turns out damaged (SPEC D5), loads
  * the source again into a replacement that its commit swaps in (what is still
@@ -724,13 +740,7 @@ static int refresh_healing(run *r, tm_accel *a, const tm_refresh_request *req,
     /* A copy to restore: the damaged files leave SQL now, and the refresh installs it. */
     tm_log(TM_LOG_WARN, d->name, "the acceleration is damaged (%s): replacing it with its snapshot",
            err->message);
-    pthread_mutex_lock(&a->state_lock);
-    tm_engine *old = a->engine;
-    a->engine = NULL;
-    a->ready = false;
-    a->damaged = true;
-    pthread_mutex_unlock(&a->state_lock);
-    tm_engine_release(old);
+    take_out_damaged(a, req);
     tm_error_init(err);
     run_init(r, a, req, out, err);
     return do_refresh(r);
@@ -744,13 +754,7 @@ static int refresh_healing(run *r, tm_accel *a, const tm_refresh_request *req,
   if (rc == TM_OK) {
     clear_damage(a);
   } else if (rc == TM_ECORRUPT) {
-    pthread_mutex_lock(&a->state_lock);
-    tm_engine *old = a->engine;
-    a->engine = NULL;
-    a->ready = false;
-    a->damaged = true;
-    pthread_mutex_unlock(&a->state_lock);
-    tm_engine_release(old);
+    take_out_damaged(a, req);
     tm_error_prefix(err, "the acceleration is damaged and could not be replaced in place; "
                          "the next refresh drops its files and loads the source again");
   }

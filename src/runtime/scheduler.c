@@ -240,6 +240,12 @@ static int restore_snapshot(void *arg, tm_error *err) {
   return rc;
 }
 
+/* tm_refresh_request.unpublished: SQL lets go of the damaged engine, which then closes. */
+static void unpublished(void *arg) {
+  heal_ctx *h = arg;
+  tm_rt__sync_catalog(h->rt, h->ds);
+}
+
 static job_result run_refresh(tm_runtime *rt, tm_rt_dataset *ds, bool full, const char *sql) {
   job_result jr = {TM_OK, false};
   tm_refresh_request req;
@@ -248,6 +254,8 @@ static job_result run_refresh(tm_runtime *rt, tm_rt_dataset *ds, bool full, cons
   req.sql = sql;
   req.cancel = &rt->cancel;
   heal_ctx heal = {rt, ds};
+  req.unpublished = unpublished;
+  req.unpublished_arg = &heal;
   if (!full && tm_rt__snapshots_bootstrap(rt, ds->def)) {
     req.restore = restore_snapshot;
     req.restore_arg = &heal;

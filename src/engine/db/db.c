@@ -8,11 +8,13 @@
  * is turned off (DuckDB refuses to change them afterwards), then the
  * configuration is locked, so no statement can widen what SQL may reach.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +29,8 @@ typedef struct attachment {
   char *alias;                  /* owned: catalog name */
   char *path;                   /* owned: absolute file path; NULL for memory */
   int refs;
+  dev_t dev;                    /* the file DuckDB opened (path's identity at attach) */
+  ino_t ino;
 } attachment;
 
 typedef struct watch_entry {
@@ -213,10 +217,16 @@ static bool alias_taken(const tm_db *db, const char *alias) {
 
 static void detach_locked(tm_db *db, const char *alias);
 
-/* One try of tm_db__attach; *locked: another process holds the file. */
+/*
+ * One try of tm_db__attach. *held: the file is not free yet and a later try
+ * may succeed: another process holds its lock, or a query of this process
+ * that began before its DETACH still uses the database (DuckDB keeps a
+ * detached database, and its claim on the file, until the last transaction
+ * that uses it ends).
+ */
 static int attach_once(tm_db *db, const char *path, const char *name_hint, char **alias_out,
-                       bool *locked, tm_error *err) {
-  *locked = false;
+                       bool *held, tm_error *err) {
+  *held = false;
   char *abs = NULL;
   if (path) {
     char *dir = tm_path_dirname(path);
@@ -240,6 +250,19 @@ static int attach_once(tm_db *db, const char *path, const char *name_hint, char 
   pthread_mutex_lock(&db->admin_mu);
   for (size_t i = 0; abs && i < db->n_att; i++)
     if (db->att[i].path && !strcmp(db->att[i].path, abs)) {
+      /* The attached database reads the file it opened: a file put in its place since (a
+       * restore while the old engine is still open) is not it, and must not be served or
+       * written through it. */
+      struct stat st;
+      if (stat(abs, &st) != 0 || st.st_dev != db->att[i].dev || st.st_ino != db->att[i].ino) {
+        rc = tm_error_set(err, TM_ECONFLICT,
+                          "%s was replaced while the acceleration that had it open (%s) is still "
+                          "in use; try again when it has closed",
+                          abs, db->att[i].alias);
+        pthread_mutex_unlock(&db->admin_mu);
+        tm_free(abs);
+        return rc;
+      }
       db->att[i].refs++;
       *alias_out = tm_strdup(db->att[i].alias);
       if (!*alias_out) {
@@ -277,13 +300,19 @@ static int attach_once(tm_db *db, const char *path, const char *name_hint, char 
     duckdb_result r;
     if (duckdb_query(db->admin, tm_buf_cstr(&sql), &r) == DuckDBError) {
       const char *msg = duckdb_result_error(&r);
-      if (msg && strstr(msg, "Could not set lock on file")) {
-        *locked = true;
+      if (msg && strstr(msg, "Unique file handle conflict")) {
+        /* Not in the list, so detached: a query that began before the DETACH still uses it. */
+        *held = true;
+        rc = tm_error_set(err, TM_ECONFLICT,
+                          "%s is still in use by a query that began before it was closed",
+                          abs ? abs : "in-memory database");
+      } else if (msg && strstr(msg, "Could not set lock on file")) {
+        *held = true;
         /* DuckDB names the holder: "Conflicting lock is held in PROGRAM (PID N)". */
-        const char *held = strstr(msg, "held in ");
+        const char *named = strstr(msg, "held in ");
         char holder[300] = "another process";
-        if (held) {
-          snprintf(holder, sizeof holder, "%s", held + 8);
+        if (named) {
+          snprintf(holder, sizeof holder, "%s", named + 8);
           char *end = strstr(holder, ")");
           if (end) end[1] = '\0';
         }
@@ -299,10 +328,13 @@ static int attach_once(tm_db *db, const char *path, const char *name_hint, char 
     duckdb_destroy_result(&r);
   }
   if (rc == TM_OK) {
-    db->att[db->n_att++] = (attachment){alias, abs, 1};
-    *alias_out = tm_strdup(alias);
+    struct stat st = {0};
+    bool known = !abs || stat(abs, &st) == 0;
+    int stat_errno = errno;
+    db->att[db->n_att++] = (attachment){alias, abs, 1, st.st_dev, st.st_ino};
+    *alias_out = known ? tm_strdup(alias) : NULL;
     if (!*alias_out) {
-      rc = tm_error_nomem(err);
+      rc = known ? tm_error_nomem(err) : tm_error_set(err, TM_EIO, "%s: %s", abs, strerror(stat_errno));
       detach_locked(db, alias); /* frees alias and abs */
     }
     alias = NULL;
@@ -319,14 +351,14 @@ int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **ali
                   tm_error *err) {
   int64_t start = tm_monotonic_ns() / 1000000, waited = 0;
   for (;;) {
-    bool locked;
-    int rc = attach_once(db, path, name_hint, alias_out, &locked, err);
-    if (rc != TM_ECONFLICT || !locked) return rc;
+    bool held;
+    int rc = attach_once(db, path, name_hint, alias_out, &held, err);
+    if (rc != TM_ECONFLICT || !held) return rc;
     waited = tm_monotonic_ns() / 1000000 - start;
     if (waited >= db->lock_wait_ms) break;
     if (waited == 0 && db->lock_wait_ms > 0)
-      tm_log(TM_LOG_INFO, name_hint, "waiting up to %lld ms for another process to release %s",
-             (long long)db->lock_wait_ms, path);
+      tm_log(TM_LOG_INFO, name_hint, "waiting up to %lld ms for %s: %s",
+             (long long)db->lock_wait_ms, path, err->message);
     nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
   }
   if (db->lock_wait_ms > 0) tm_error_prefix(err, "after waiting %lld ms", (long long)waited);

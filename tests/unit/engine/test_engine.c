@@ -8,8 +8,10 @@
  * tidemark versions.
  */
 #include <math.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "engine/db.h"
 #include "engine/engine.h"
@@ -18,6 +20,7 @@
 #include "io/io.h"
 #include "tm_test.h"
 #include "util/alloc.h"
+#include "util/time.h"
 
 typedef struct engine_case {
   tm_engine_kind kind;
@@ -1069,6 +1072,100 @@ TM_TEST(engine_foreign_file_is_refused) {
   tm_engine *e = NULL;
   int rc = tm_engine_open(&e, TM_ENGINE_DUCKDB, NULL, &o, &err);
   TM_ASSERT_MSG(rc == TM_ECORRUPT || rc == TM_EIO, "open returned %d: %s", rc, err.message);
+}
+
+/*
+ * SPEC D5 (healing from a snapshot): a file put in the place of an
+ * acceleration whose engine is still open is not served through the old
+ * engine's attachment (it reads the file it opened, the damaged one), and
+ * is opened once that engine has closed.
+ */
+TM_TEST(engine_d5_replaced_file_is_not_read_through_the_old_engine) {
+  tm_error err;
+  const engine_case c = {TM_ENGINE_CAYENNE, TM_ENGINE_FILE};
+  tm_engine *copy = open_engine(&c, &(open_params){.sub = "copy"});
+  commit_rows(copy, (const row[]){{1, 1000, "a"}, {2, 2000, "b"}}, 2, NULL);
+  tm_engine_release(copy);
+  tm_engine *old = open_engine(&c, &(open_params){.sub = "live"});
+  char from[1024], to[1024];
+  snprintf(from, sizeof from, "%s/data.duckdb", tm_test_path("copy-cayenne"));
+  snprintf(to, sizeof to, "%s/data.duckdb", tm_test_path("live-cayenne"));
+  TM_ASSERT(rename(from, to) == 0);
+  tm_engine_options o;
+  tm_kv oc;
+  const char *pk[1];
+  fill_options(&o, &c, &(open_params){.sub = "live"}, &oc, pk);
+  tm_engine *e = NULL;
+  TM_ASSERT_RC(tm_engine_open(&e, TM_ENGINE_CAYENNE, NULL, &o, &err), TM_ECONFLICT);
+  TM_ASSERT_CONTAINS(err.message, "was replaced while the acceleration that had it open");
+  tm_engine_release(old);
+  TM_ASSERT_OK(tm_engine_open(&e, TM_ENGINE_CAYENNE, NULL, &o, &err), &err);
+  int64_t n = -1;
+  TM_ASSERT_OK(tm_engine_row_count(e, &n, &err), &err);
+  TM_ASSERT_INT_EQ(n, 2);
+  tm_engine_release(e);
+  tm_kv_dispose(&oc);
+}
+
+typedef struct late_reader {
+  duckdb_connection conn;
+  int64_t hold_ms;
+} late_reader;
+
+static void *end_read_later(void *arg) {
+  late_reader *r = arg;
+  nanosleep(&(struct timespec){r->hold_ms / 1000, (r->hold_ms % 1000) * 1000000L}, NULL);
+  duckdb_result res;
+  if (duckdb_query(r->conn, "COMMIT", &res) == DuckDBError) r->hold_ms = -1;
+  duckdb_destroy_result(&res);
+  return NULL;
+}
+
+/*
+ * SPEC D5: DuckDB keeps a detached database, and its claim on the file,
+ * until the last query that began before the DETACH ends; opening the file
+ * again waits for that query instead of failing with DuckDB's "Unique file
+ * handle conflict" (a heal reopens while queries run).
+ */
+TM_TEST(engine_d5_reopen_waits_for_queries_of_the_closed_engine) {
+  tm_error err;
+  const engine_case c = {TM_ENGINE_CAYENNE, TM_ENGINE_FILE};
+  tm_engine *old = open_engine(&c, &(open_params){.sub = "busy"});
+  commit_rows(old, (const row[]){{1, 1000, "a"}}, 1, NULL);
+  tm_buf sql = TM_BUF_INIT(1 << 16);
+  TM_ASSERT_OK(tm_buf_puts(&sql, "SELECT count(*) FROM ", &err), &err);
+  TM_ASSERT_OK(tm_engine_relation(old, &sql, &err), &err);
+  late_reader r = {NULL, 300};
+  TM_ASSERT_OK(tm_db__connect(tm_test_db(), &r.conn, &err), &err);
+  duckdb_result res;
+  TM_ASSERT(duckdb_query(r.conn, "BEGIN", &res) == DuckDBSuccess);
+  duckdb_destroy_result(&res);
+  TM_ASSERT_MSG(duckdb_query(r.conn, tm_buf_cstr(&sql), &res) == DuckDBSuccess, "%s",
+                duckdb_result_error(&res));
+  duckdb_destroy_result(&res);
+  tm_engine_release(old); /* detached; the open transaction still uses the database */
+  pthread_t th;
+  int64_t t0 = tm_monotonic_ns();
+  TM_ASSERT(pthread_create(&th, NULL, end_read_later, &r) == 0);
+  tm_engine_options o;
+  tm_kv oc;
+  const char *pk[1];
+  fill_options(&o, &c, &(open_params){.sub = "busy"}, &oc, pk);
+  tm_engine *e = NULL;
+  int rc = tm_engine_open(&e, TM_ENGINE_CAYENNE, NULL, &o, &err);
+  int64_t waited_ms = (tm_monotonic_ns() - t0) / 1000000;
+  pthread_join(th, NULL);
+  TM_ASSERT_MSG(rc == TM_OK, "reopen: %s", err.message);
+  TM_ASSERT(r.hold_ms > 0);
+  TM_ASSERT_MSG(waited_ms >= 250, "the reopen did not wait for the query (%lld ms)",
+                (long long)waited_ms);
+  int64_t n = -1;
+  TM_ASSERT_OK(tm_engine_row_count(e, &n, &err), &err);
+  TM_ASSERT_INT_EQ(n, 1);
+  tm_engine_release(e);
+  duckdb_disconnect(&r.conn);
+  tm_kv_dispose(&oc);
+  tm_buf_dispose(&sql);
 }
 
 /* SPEC D5: only the messages of damaged storage count as damage, not a malformed source. */
