@@ -403,6 +403,20 @@ static int post_pushdown(tm_sql_catalog *c, duckdb_connection conn, const json_t
  */
 #define CACHE_SHAPES 64
 #define CACHE_PREPARED 16  /* DuckDB prepared statements kept per session, by text */
+/*
+ * How often a kept DuckDB prepared statement runs before it is prepared
+ * afresh. DuckDB 1.4 adds a result collector to a prepared statement's plan
+ * at each execution and frees them only with the statement
+ * (duckdb/duckdb#21089): about 2 KB per streamed run, so a statement kept
+ * for the life of a session grew without end (a server answering `SELECT
+ * $1::BIGINT` over pgwire's extended protocol gained 130 MB per 65,000
+ * queries, and a seventh of its CPU went to page faults on the new
+ * memory). A statement DuckDB plans again at each run (a parameter in a
+ * table's filter) drops them with the old plan. Preparing again after this
+ * many runs bounds it at about 0.5 MB per statement, for one gate and
+ * prepare per 256 runs.
+ */
+#define PREP_RUNS_MAX 256
 #define CACHE_SQL_MAX 4096 /* longer texts are not remembered */
 
 typedef struct gate_names {
@@ -458,6 +472,7 @@ typedef struct prep_entry {
   duckdb_prepared_statement ps; /* owned */
   gate_names tables;
   uint64_t used;
+  uint32_t runs;          /* executions of ps (PREP_RUNS_MAX) */
   bool direct;            /* ps reads engines' tables by their own names (direct_text) ... */
   uint64_t generation;    /* ... as the catalog had them at this generation */
 } prep_entry;
@@ -469,6 +484,7 @@ struct tm_sql_session {
   tm_sql_stmt *open;      /* the statement running, or NULL */
   char datasets[DATASETS_MAX]; /* what the last prepared statement reads */
   duckdb_prepared_statement serializer; /* the gate's json_serialize_sql, or NULL */
+  uint32_t serializer_runs; /* its executions (PREP_RUNS_MAX) */
   shape_entry shapes[CACHE_SHAPES];
   size_t n_shapes;
   prep_entry preps[CACHE_PREPARED];
@@ -695,7 +711,7 @@ static prep_entry *find_prep(tm_sql_session *s, const char *sql) {
     pthread_mutex_lock(&s->cat->mu);
     bool stale = pe->direct && pe->generation != s->cat->generation;
     pthread_mutex_unlock(&s->cat->mu);
-    if (stale || needs_pushdown(s->cat, &pe->tables)) {
+    if (stale || pe->runs >= PREP_RUNS_MAX || needs_pushdown(s->cat, &pe->tables)) {
       prep_dispose(pe);
       *pe = s->preps[--s->n_preps];
       return NULL;
@@ -928,6 +944,12 @@ static prep_entry *keep_prep(tm_sql_session *s, const char *sql, gated *g) {
 
 uint64_t tm_sql__direct_runs(const tm_sql_session *s) { return s->direct_runs; }
 
+int64_t tm_sql__kept_runs(const tm_sql_session *s, const char *sql) {
+  for (size_t i = 0; i < s->n_preps; i++)
+    if (!strcmp(s->preps[i].sql, sql)) return s->preps[i].runs;
+  return -1;
+}
+
 size_t tm_sql__kept_direct(const tm_sql_session *s) {
   size_t n = 0;
   for (size_t i = 0; i < s->n_preps; i++) n += s->preps[i].direct;
@@ -1004,6 +1026,11 @@ static int session_gate(tm_sql_session *s, const char *sql, gated *out, tm_error
     rc = out->ps ? TM_OK : tm_sql__gate_again(s->conn, sql, &out->ps, err);
     if (rc == TM_OK) rc = names_copy(&out->tables, &shape->tables, err);
   } else {
+    if (s->serializer && s->serializer_runs >= PREP_RUNS_MAX) {
+      duckdb_destroy_prepare(&s->serializer); /* made again at its next use (tm_sql__gate) */
+      s->serializer_runs = 0;
+    }
+    s->serializer_runs++;
     rc = tm_sql__gate(s->conn, sql, &s->serializer, &out->ps, &out->ast, err);
     if (rc == TM_OK && out->ast)
       rc = tm_sql__tables(out->ast, &out->tables.names, &out->tables.n, err);
@@ -1053,6 +1080,7 @@ int tm_sql_prepare_params(tm_sql_session *s, const char *sql, const tm_sql_param
   if (rc == TM_OK && q->g.ast) rc = post_pushdown(s->cat, s->conn, q->g.ast, &q->pushed, err);
   if (rc == TM_OK && s->timeout_ms > 0)
     q->watch = tm_db__watch(s->cat->db, s->conn, tm_monotonic_ns() + s->timeout_ms * 1000000);
+  if (rc == TM_OK && pe) pe->runs++;
   if (rc == TM_OK) {
     if (duckdb_execute_prepared_streaming(q->ps, &q->result) == DuckDBError) {
       rc = stmt_error(q, &q->result, err);

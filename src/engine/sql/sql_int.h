@@ -95,5 +95,7 @@ int tm_sql__source_schema(tm_sql_source *s, tm_schema *out, tm_error *err) TM_WA
 size_t tm_sql__kept_direct(const tm_sql_session *s);
 /* ... and how many statements it ran that way (kept ones, and texts of a known shape). */
 uint64_t tm_sql__direct_runs(const tm_sql_session *s);
+/* ... and how often the statement it keeps for the text sql has run since it was prepared (-1: none). */
+int64_t tm_sql__kept_runs(const tm_sql_session *s, const char *sql);
 
 #endif

@@ -715,6 +715,35 @@ TM_TEST(sql_prepared_texts_run_again) {
   tm_engine_release(b);
 }
 
+/*
+ * A kept statement is prepared afresh after 256 runs (session.c
+ * PREP_RUNS_MAX): DuckDB 1.4 keeps a result collector per execution of a
+ * prepared statement whose plan it keeps, until the statement is destroyed
+ * (duckdb/duckdb#21089), and a session keeps its statements for its life.
+ * Every run answers; the count of runs never passes the bound.
+ */
+TM_TEST(sql_kept_statements_are_prepared_again_after_256_runs) {
+  tm_error err;
+  tm_sql_catalog *cat;
+  TM_ASSERT_OK(tm_sql_catalog_new(&cat, tm_test_db(), &err), &err);
+  tm_sql_session *s;
+  TM_ASSERT_OK(tm_sql_session_new(&s, cat, &err), &err);
+  const char *sql = "SELECT $1::BIGINT * 2 AS v";
+  int rc;
+  int64_t most = 0;
+  for (int64_t i = 0; i < 600; i++) {
+    TM_ASSERT_INT_EQ(run_param(s, sql, i, &rc), 2 * i);
+    int64_t runs = tm_sql__kept_runs(s, sql);
+    TM_ASSERT_MSG(runs >= 1 && runs <= 256, "run %lld: the kept statement ran %lld times", (long long)i,
+                  (long long)runs);
+    if (runs > most) most = runs;
+    if (i == 256) TM_ASSERT_INT_EQ(runs, 1); /* the 257th run prepared it again */
+  }
+  TM_ASSERT_INT_EQ(most, 256);
+  tm_sql_session_free(s);
+  tm_sql_catalog_free(cat);
+}
+
 /* Every row of sql run with the BIGINT value v ($1; none when v is INT64_MIN), cells joined by
  * '|' and rows by '\n'; "error" when it fails. Caller frees. */
 static char *rows_of(tm_sql_session *s, const char *sql, int64_t v) {
