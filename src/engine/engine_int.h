@@ -200,6 +200,8 @@ int tm_db__attach(tm_db *db, const char *path, const char *name_hint, char **ali
 void tm_db__detach(tm_db *db, const char *alias);
 /** Whether path lies in one of db's folders (file-mode accelerations must). */
 bool tm_db__path_allowed(const tm_db *db, const char *path);
+/** The settings tm_db_open sets to their own values (db.c k_pinned_settings); *n: how many. */
+const char *const *tm_db__pinned_settings(size_t *n);
 /* The scan registry (scan.c) that db.c keeps: set up at open, freed at close. */
 typedef struct tm_scan_registry tm_scan_registry;
 tm_scan_registry **tm_db__registry(tm_db *db);

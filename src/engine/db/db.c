@@ -554,6 +554,11 @@ static const char *const k_pinned_settings[] = {
     "integer_division", "preserve_identifier_case",
 };
 
+const char *const *tm_db__pinned_settings(size_t *n) {
+  *n = sizeof k_pinned_settings / sizeof *k_pinned_settings;
+  return k_pinned_settings;
+}
+
 /* Sets each of k_pinned_settings to its current value (a SET of what is). */
 static int pin_settings(tm_db *db, tm_error *err) {
   tm_buf sql = TM_BUF_INIT(1 << 16);

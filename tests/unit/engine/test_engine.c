@@ -1168,6 +1168,48 @@ TM_TEST(engine_d5_reopen_waits_for_queries_of_the_closed_engine) {
   tm_buf_dispose(&sql);
 }
 
+/* current_setting(name) on c as text, or NULL (unknown setting). Caller frees with duckdb_free. */
+static char *setting_of(duckdb_connection c, const char *name) {
+  char sql[256];
+  snprintf(sql, sizeof sql, "SELECT current_setting('%s')::VARCHAR", name);
+  duckdb_result r;
+  char *v = NULL;
+  if (duckdb_query(c, sql, &r) == DuckDBSuccess && !duckdb_value_is_null(&r, 0, 0))
+    v = duckdb_value_varchar(&r, 0, 0);
+  duckdb_destroy_result(&r);
+  return v;
+}
+
+/*
+ * The settings tm_db_open pins (db.c k_pinned_settings: a set value is read
+ * faster than a default) keep DuckDB's own values: each equals what a plain
+ * DuckDB instance reports, and every one is known to this DuckDB (a name
+ * it dropped would be skipped silently, and its speed-up lost).
+ */
+TM_TEST(db_pinned_settings_keep_duckdbs_values) {
+  tm_error err;
+  duckdb_connection ours;
+  TM_ASSERT_OK(tm_db__connect(tm_test_db(), &ours, &err), &err);
+  duckdb_database plain_db;
+  duckdb_connection plain;
+  TM_ASSERT(duckdb_open(NULL, &plain_db) == DuckDBSuccess);
+  TM_ASSERT(duckdb_connect(plain_db, &plain) == DuckDBSuccess);
+  size_t n = 0;
+  const char *const *names = tm_db__pinned_settings(&n);
+  TM_ASSERT(n >= 10);
+  for (size_t i = 0; i < n; i++) {
+    char *want = setting_of(plain, names[i]), *got = setting_of(ours, names[i]);
+    TM_ASSERT_MSG(want != NULL, "%s: not a setting of this DuckDB", names[i]);
+    TM_ASSERT_MSG(got && !strcmp(got, want), "%s: %s, DuckDB's own %s", names[i], got ? got : "(none)",
+                  want);
+    duckdb_free(want);
+    duckdb_free(got);
+  }
+  duckdb_disconnect(&plain);
+  duckdb_close(&plain_db);
+  duckdb_disconnect(&ours);
+}
+
 /* SPEC D5: only the messages of damaged storage count as damage, not a malformed source. */
 TM_TEST(engine_d5_storage_damage_messages) {
   TM_ASSERT(tm_db_message_is_storage_damage(
