@@ -7,13 +7,17 @@
  *
  * Usage: bench_duck_lookup --db FILE --table NAME --max-id N [--threads T] [--seconds S]
  *                          [--duckdb-threads D]  (DuckDB's own threads setting; default: its own)
- *                          [--mode query|prepared|fixed]
+ *                          [--mode query|prepared|fixed] [--pin-settings 1|0]
  * Modes (where a lookup's time goes, PGWIRE.md "Measured"):
  *   query     (default) the text with the key written in, parsed, planned and run each time
  *   prepared  one prepared statement `... WHERE id = $1`, the key bound each time: DuckDB
  *             binds and plans it again at each execution (a parameter in a table filter)
  *   fixed     one prepared statement with one key written in, run again and again: the
  *             execution alone, with the plan DuckDB keeps
+ * --pin-settings 1 (default): the settings DuckDB reads for every statement are set to their
+ * own values first, as tidemark's instance does (engine/db/db.c k_pinned_settings: a set
+ * value is read faster than a default), so that the peer is DuckDB at its fastest; 0: as
+ * DuckDB opens.
  * Prints: threads  queries  queries/s  p50 ms  p99 ms  rows/query
  */
 #include <duckdb.h>
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_int.h"
 #include "util/alloc.h"
 #include "util/time.h"
 
@@ -92,6 +97,7 @@ int main(int argc, char **argv) {
   long long max_id = -1;
   int threads = 1, seconds = 5;
   const char *duck_threads = NULL, *mode = "query";
+  bool pin = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--db")) path = argv[i + 1];
     else if (!strcmp(argv[i], "--table")) table = argv[i + 1];
@@ -100,6 +106,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--seconds")) seconds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--duckdb-threads")) duck_threads = argv[i + 1];
     else if (!strcmp(argv[i], "--mode")) mode = argv[i + 1];
+    else if (!strcmp(argv[i], "--pin-settings")) pin = atoi(argv[i + 1]) != 0;
     else die("unknown option", argv[i]);
   }
   if (strcmp(mode, "query") && strcmp(mode, "prepared") && strcmp(mode, "fixed")) die("mode", mode);
@@ -113,6 +120,27 @@ int main(int argc, char **argv) {
   if (duck_threads && duckdb_set_config(cfg, "threads", duck_threads) == DuckDBError) die("threads", duck_threads);
   if (duckdb_open_ext(path, &db, cfg, &open_err) == DuckDBError) die(path, open_err);
   duckdb_destroy_config(&cfg);
+  if (pin) {
+    duckdb_connection c;
+    if (duckdb_connect(db, &c) == DuckDBError) die("connect", "");
+    size_t n = 0;
+    const char *const *names = tm_db__pinned_settings(&n);
+    for (size_t i = 0; i < n; i++) {
+      char sql[512];
+      snprintf(sql, sizeof sql, "SELECT current_setting('%s')::VARCHAR", names[i]);
+      duckdb_result r;
+      char *v = NULL;
+      if (duckdb_query(c, sql, &r) == DuckDBSuccess && !duckdb_value_is_null(&r, 0, 0))
+        v = duckdb_value_varchar(&r, 0, 0);
+      duckdb_destroy_result(&r);
+      if (!v) continue;
+      snprintf(sql, sizeof sql, "SET GLOBAL \"%s\" = '%s'", names[i], v);
+      duckdb_free(v);
+      if (duckdb_query(c, sql, &r) == DuckDBError) die(sql, duckdb_result_error(&r));
+      duckdb_destroy_result(&r);
+    }
+    duckdb_disconnect(&c);
+  }
   worker *w = tm_calloc((size_t)threads, sizeof *w);
   pthread_t *tids = tm_calloc((size_t)threads, sizeof *tids);
   if (!w || !tids) die("memory", "");

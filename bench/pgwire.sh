@@ -7,8 +7,9 @@
 # A second script, `SELECT :id::BIGINT` (no table), measures the protocol,
 # the gate and DuckDB's per-statement cost without a scan. The peer on the
 # same rows is DuckDB alone (bench_duck_lookup: 16 threads of its C API on the
-# acceleration's database file, no protocol): the ceiling of tidemark's one SQL
-# engine on this machine. The dataset has `indexes: {id: unique}` (what a user
+# acceleration's database file, no protocol, DuckDB's per-statement settings
+# pinned as tidemark pins them): the ceiling of tidemark's one SQL engine on
+# this machine. The dataset has `indexes: {id: unique}` (what a user
 # serving point lookups configures: an ART index), as PostgreSQL has its key.
 # tidemark runs twice: with DuckDB's threads at their default (one per core)
 # and with `runtime.query.threads: 1`, the configuration for serving many
